@@ -1,0 +1,1 @@
+"""Broker: ReplicasManager and the broker node."""

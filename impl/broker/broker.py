@@ -1,0 +1,324 @@
+"""A broker process in controller mode: ``BrokerController`` with its store, HA service and ReplicasManager.
+
+Rules (digest §e.2, §e.8, §h):
+
+* Put (``SendMessageProcessor`` -> ``CommitLog.asyncPutMessage``): refused with SERVICE_NOT_AVAILABLE on a
+  slave or while fenced (``HookUtils.checkBeforePutMessage``); as SYNC_MASTER, IN_SYNC_REPLICAS_NOT_ENOUGH
+  *before* writing when ``inSyncReplicasNums < minInSyncReplicas``; then append, flush (SYNC_FLUSH: before
+  answering) and wait for acks: ``needAck`` = ALL when ``allAckInSyncStateSet`` else ``inSyncReplicas``;
+  0 or 1 acks at once. The message is never rolled back after a timeout.
+* Pull: consumers read dispatched messages only (those ending at or before confirmOffset).
+* Heartbeat to every controller each second and nameserver registration every 30 s (first after 10 s),
+  both skipped while isolated (fenced); a role change registers at once, fenced or not. The registration
+  reply gives a slave its master's HA address.
+* Async flush every 500 ms (4 dirty pages) and fully every 10 s; reput dispatches shortly after each
+  append or confirmOffset move.
+
+Theory: this class only routes; decisions live in ``replicas_manager.py``, ``ha/service.py`` and the store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from ..codes import MASTER_ID, BrokerRole, PutMessageStatus, RequestCode, ResponseCode
+from ..config import BrokerConfig, MessageStoreConfig
+from ..ha import frames as F
+from ..ha.connection import AutoSwitchHAConnection
+from ..ha.service import AutoSwitchHAService, GroupCommitRequest
+from ..rng import DetRng
+from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Monitor, Periodic, response_to
+from ..store.commitlog import MessageStore
+from ..store.disk import BrokerDisk
+from .replicas_manager import ReplicasManager
+
+PULL_BATCH = 32
+
+
+class BrokerNode(Actor):
+    def __init__(self, name: str, broker_cfg: BrokerConfig, store_cfg: MessageStoreConfig, disk: BrokerDisk,
+                 rng: DetRng, controllers: list[str], nameserver: str, bugs: frozenset[str] = frozenset(),
+                 election_priority: int | None = None) -> None:
+        super().__init__(name, rng)
+        self.broker_cfg = broker_cfg
+        self.store_cfg = store_cfg
+        self.disk = disk
+        self.bugs = bugs
+        self.address = f"{name}:10911"
+        self.ha_address = f"{name}:10912"
+        self.controller_addresses = [f"{c}:9878" for c in controllers]
+        self.nameserver = nameserver
+        self.election_priority = broker_cfg.broker_election_priority if election_priority is None else election_priority
+        self.store = MessageStore(disk, store_cfg, controller_mode=True)
+        self.ha = AutoSwitchHAService(self, self.store, store_cfg, bugs)
+        self.store.on_truncate = self._on_truncate
+        self.isolated = True
+        self.configured_broker_id = -1  # BrokerConfig.brokerId as seen by the nameserver
+        self.data_version = 0  # TopicConfigManager data version's stateVersion
+        self.replicas = ReplicasManager(self)
+        self._reput_scheduled = False
+        self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
+        self._connect_tokens: dict[int, Any] = {}
+
+    def _monitors(self) -> list[Monitor]:
+        return [self.replicas.monitor]
+
+    # -------------------------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """``BrokerController.start`` in controller mode."""
+        self.replicas.set_fenced(True)
+        Periodic(self, "registerNameServer", 10_000, max(10_000, min(self.broker_cfg.register_name_server_period,
+                                                                     60_000)), self._periodic_register)
+        Periodic(self, "sendHeartbeat", 1000, self.broker_cfg.broker_heartbeat_interval, self._periodic_heartbeat)
+        self._last_thorough = self.now
+        self._flush_timer: int | None = None
+        self._flush_at = -1
+        self.replicas.start()
+
+    def _periodic_heartbeat(self) -> Generator:
+        if not self.isolated:
+            self.replicas.send_heartbeat_to_controller()
+        return
+        yield  # pragma: no cover
+
+    def _periodic_register(self) -> Generator:
+        if not self.isolated:
+            yield from self._register_broker_all()
+
+    # ---- FlushRealTimeService (ASYNC_FLUSH), event-exact: a put wakes it; it flushes once 4 pages are dirty,
+    # and everything when 10 s have passed since the last thorough flush; otherwise it polls every 500 ms.
+    def _after_append(self, woken: bool) -> None:
+        if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
+            return
+        store, cfg = self.store, self.store_cfg
+        dirty_pages = store.max_phy_offset // 4096 - self.disk.flushed // 4096
+        if dirty_pages >= cfg.flush_commit_log_least_pages:
+            if woken:
+                store.commitlog.flush()
+                return
+            poll = cfg.flush_interval_commit_log
+            self._arm_flush(self.now + poll - (self.now % poll))
+            return
+        if store.max_phy_offset > self.disk.flushed:
+            self._arm_flush(max(self.now, self._last_thorough + cfg.flush_commit_log_thorough_interval))
+
+    def _arm_flush(self, at: int) -> None:
+        if self._flush_timer is not None and self._flush_at <= at:
+            return
+        self.cancel(self._flush_timer)
+        self._flush_at = at
+        self._flush_timer = self.after(at - self.now, self._flush_tick)
+
+    def _flush_tick(self) -> None:
+        self._flush_timer = None
+        cfg = self.store_cfg
+        thorough = self.now >= self._last_thorough + cfg.flush_commit_log_thorough_interval
+        if thorough:
+            self._last_thorough = self.now
+        self.store.maybe_flush(thorough)
+        self._after_append(False)
+
+    # ---------------------------------------------------------------------------- nameserver
+
+    def register_broker_when_role_change(self) -> None:
+        self.spawn("registerBrokerWhenRoleChange", self._register_broker_all())
+
+    def _register_broker_all(self) -> Generator:
+        header = {"clusterName": self.broker_cfg.cluster_name, "brokerAddr": self.address,
+                  "brokerName": self.broker_cfg.broker_name, "brokerId": self.configured_broker_id,
+                  "haServerAddr": self.ha_address, "stateVersion": self.data_version}
+        resp = yield Call(self.nameserver, Command(RequestCode.REGISTER_BROKER, 0, header), 3000)
+        if resp is not None and resp.code == ResponseCode.SUCCESS:
+            ha_addr = resp.header.get("haServerAddr")
+            if ha_addr is not None:  # handleRegisterBrokerResult (updateMasterHAServerAddrPeriodically)
+                self.ha.update_ha_master_address(ha_addr)
+
+    # ------------------------------------------------------------------------------- requests
+
+    def on_request(self, src: str, cmd: Command) -> None:
+        code = cmd.code
+        if code == RequestCode.SEND_MESSAGE:
+            self._put(src, cmd)
+        elif code == RequestCode.PULL_MESSAGE:
+            self._pull(src, cmd)
+        elif code == RequestCode.NOTIFY_BROKER_ROLE_CHANGED:
+            h, body = cmd.header, cmd.body or {}
+            self.spawn("notifyBrokerRoleChanged", self.replicas.change_broker_role(
+                h.get("masterBrokerId"), h.get("masterAddress"), h.get("masterEpoch"), h.get("syncStateSetEpoch"),
+                set(body.get("syncStateSet", []))))
+        elif not cmd.oneway:
+            self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
+
+    def _put(self, src: str, cmd: Command) -> None:
+        store = self.store
+        key, size = cmd.header["key"], cmd.header["bodySize"]
+        if store.role == BrokerRole.SLAVE or store.fenced:
+            self._put_reply(src, cmd, PutMessageStatus.SERVICE_NOT_AVAILABLE, None)
+            return
+        need_ack = self.store_cfg.in_sync_replicas
+        if store.role == BrokerRole.SYNC_MASTER:  # needHandleHA in controller mode
+            if self.ha.in_sync_replicas_nums() < self.store_cfg.min_in_sync_replicas:
+                self._put_reply(src, cmd, PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH, None)
+                return
+            if self.store_cfg.all_ack_in_sync_state_set:
+                need_ack = -1
+        else:
+            need_ack = 0
+        offset, wrote = store.commitlog.append_message(key, size, self.now)
+        self.observe("brk.append", key=key, offset=offset, size=wrote, role=store.role.value, fenced=store.fenced,
+                     masterEpoch=self.replicas.master_epoch, lastEpoch=self.ha.epoch_cache.last_epoch())
+        if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
+            store.commitlog.flush()
+        self._after_append(True)
+        self.on_store_appended()
+        result = {"offset": offset, "size": wrote}
+        if need_ack in (0, 1):
+            self._put_reply(src, cmd, PutMessageStatus.PUT_OK, result)
+            return
+
+        def done(status: PutMessageStatus, info: dict[str, Any]) -> None:
+            self._put_reply(src, cmd, status, dict(result, ack=info))
+
+        self.ha.put_request(GroupCommitRequest(offset + wrote, self.now + self.store_cfg.slave_timeout, need_ack, done))
+
+    def _put_reply(self, src: str, cmd: Command, status: PutMessageStatus, result: dict[str, Any] | None) -> None:
+        code = {PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+                PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+                PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+                PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+                PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH: ResponseCode.SYSTEM_ERROR}[status]
+        header = {"status": status.value, "key": cmd.header["key"]}
+        if result is not None:
+            header.update(offset=result["offset"], size=result["size"])
+        extra: dict[str, Any] = {}
+        if result is not None:
+            extra["end"] = result["offset"] + result["size"]
+            if "ack" in result:
+                extra["ack"] = result["ack"]
+        self.observe("brk.put-result", key=cmd.header["key"], status=status.value,
+                     masterEpoch=self.replicas.master_epoch, **extra)
+        self.send(src, response_to(cmd, code, header))
+
+    def _pull(self, src: str, cmd: Command) -> None:
+        start = cmd.header.get("queueOffset", 0)
+        confirm = self.store.get_confirm_offset()
+        msgs = [[d.key, d.offset, d.size] for d in self.store.dispatched[start:start + PULL_BATCH]]
+        self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"confirmOffset": confirm,
+                                                              "nextQueueOffset": start + len(msgs)}, msgs))
+
+    # ------------------------------------------------------------------------------------ reput
+
+    def on_store_appended(self) -> None:
+        for c in self.ha.connections.values():
+            c.kick()
+        self._kick_reput()
+
+    def on_slave_appended(self) -> None:
+        self._after_append(False)
+        self._kick_reput()
+
+    def on_confirm_changed(self) -> None:
+        self._kick_reput()
+
+    def _kick_reput(self) -> None:
+        if not self._reput_scheduled:
+            self._reput_scheduled = True
+            self.after(self.store_cfg.reput_interval_ms, self._reput)
+
+    def _reput(self) -> None:
+        self._reput_scheduled = False
+        self._do_reput()
+
+    def _do_reput(self) -> None:
+        end = self.store.reput_end_offset()
+        if self.store.do_reput(self.configured_broker_id == MASTER_ID):
+            self.observe("store.dispatch", upto=self.store.reput_from_offset, confirm=self.store.get_confirm_offset(),
+                         reputEnd=end)
+
+    def finish_dispatch(self) -> None:
+        """``changeToMaster`` waits until dispatch has caught up; the reput thread keeps running."""
+        self._do_reput()
+
+    def _on_truncate(self, offset: int) -> None:
+        self.observe("store.truncated", offset=offset, max=self.store.max_phy_offset)
+
+    # ------------------------------------------------------------------------------- HA streams
+
+    def ha_connect(self, addr: str) -> int:
+        token = self.new_opaque()
+        self.out.append(HAConnect(token, addr))
+        return token
+
+    def ha_write(self, conn: int, data: bytes) -> None:
+        self.out.append(HAWrite(conn, data))
+
+    def ha_close(self, conn: int) -> None:
+        self._ha_conns.pop(conn, None)
+        self.out.append(HAClose(conn))
+
+    def on_ha_connect_result(self, token: int, conn: int | None) -> None:
+        client = self.ha.client
+        if client is not None:
+            client.on_connect_result(token, conn)
+        elif conn is not None:
+            self.out.append(HAClose(conn))
+
+    def on_ha_accept(self, conn: int, peer: str) -> None:
+        self._ha_conns[conn] = self.ha.accept(conn, peer)
+        self.observe("ha.accept", conn=conn, peer=peer)
+
+    def on_ha_data(self, conn: int, data: bytes) -> None:
+        master_side = self._ha_conns.get(conn)
+        if master_side is not None:
+            master_side.on_data(data)
+            return
+        client = self.ha.client
+        if client is not None and client.conn == conn:
+            client.on_data(data)
+
+    def on_ha_closed(self, conn: int) -> None:
+        master_side = self._ha_conns.pop(conn, None)
+        if master_side is not None:
+            master_side.on_peer_closed()
+            return
+        client = self.ha.client
+        if client is not None and client.conn == conn:
+            client.on_closed()
+
+    # ------------------------------------------------------------------------ observation hooks
+
+    def observe_transfer(self, c: AutoSwitchHAConnection, offset: int, size: int, header: bytes | None) -> None:
+        epoch = start = None
+        if header is not None:
+            _, _, _, epoch, start, _ = F._M_TRANSFER.unpack_from(header, 0)
+        self.observe("ha.transfer", conn=c.conn, slave=c.slave_id, offset=offset, size=size, epoch=epoch,
+                     start=start, entries=[[e.epoch, e.start_offset] for e in self.ha.epoch_cache.all_entries()],
+                     max=self.store.max_phy_offset)
+
+    def observe_handshake_done(self, client: Any, frame: F.MasterHandshake, point: int) -> None:
+        self.observe("ha.handshake-done", conn=client.conn, point=point, masterMax=frame.max_offset,
+                     max=self.store.max_phy_offset)
+
+    def observe_slave_append(self, offset: int, size: int) -> None:
+        self.observe("ha.slave-append", offset=offset, size=size, max=self.store.max_phy_offset)
+
+    def observe_expand(self, slave: int, ack: int, confirm: int, epoch_start: int, proposal: list[int]) -> None:
+        self.observe("ha.expand", slave=slave, ack=ack, confirm=confirm, epochStart=epoch_start, proposal=proposal)
+
+    # ---------------------------------------------------------------------------------- status
+
+    def status(self) -> dict[str, Any]:
+        rm, ha, store = self.replicas, self.ha, self.store
+        return {
+            "role": "MASTER" if store.role == BrokerRole.SYNC_MASTER else store.role.value,
+            "fenced": store.fenced, "state": rm.state.value, "id": rm.broker_controller_id,
+            "masterEpoch": rm.master_epoch, "syncStateSetEpoch": rm.sync_state_set_epoch,
+            "sss": sorted(rm.sync_state_set), "local": sorted(ha.sync_state_set),
+            "remote": sorted(ha.remote_sync_state_set) if ha.is_synchronizing_sync_state_set else None,
+            "max": store.max_phy_offset, "flushed": self.disk.flushed, "confirm": store.confirm_offset,
+            "epochs": [[e.epoch, e.start_offset] for e in ha.epoch_cache.all_entries()],
+            "master": rm.master_broker_id,
+        }

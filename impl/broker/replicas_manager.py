@@ -1,0 +1,417 @@
+"""ReplicasManager: the broker's view of the controller (``B/controller/ReplicasManager.java``, digest §e).
+
+Everything that changes a broker's role, epochs or SyncStateSet lives here.
+
+Rules:
+
+* Start-up (``startBasicService``, retried every 5 s): find the controller leader (3 tries, 1 s apart),
+  register (up to 5 tries, random sleep < 1 s), send one heartbeat, then RUNNING and un-fenced once a
+  master is known (from registration) or ``brokerElect`` succeeds. Fenced until then: no writes, no
+  periodic heartbeats, no periodic nameserver registration.
+* ``register``: a persisted id (``brokerIdentity``) skips to registration; else a temp file holds the id
+  from ``getNextBrokerId`` and a check code ``addr;now``; ``applyBrokerId`` failure clears it; success
+  persists the id. ``registerBrokerToController`` follows the master it reports (if alive).
+* Role changes are ``synchronized`` and guarded by a strictly greater masterEpoch (``changeBrokerRole``,
+  ``changeToMaster``, ``changeToSlave``); an SSS is adopted only with a greater syncStateSetEpoch
+  (``changeSyncStateSet``). A broker already master takes ``changeToMasterWhenLastRoleIsMaster``; a slave
+  whose master id is unchanged only bumps versions. HA's boolean results are ignored.
+* ``schedulingSyncBrokerMetadata`` (every 5 s): a higher controller mE -> follow its master, or
+  ``brokerElect`` if there is none (holding the monitor across that RPC); equal mE on a master -> adopt the
+  controller's SSS. METADATA_NOT_EXIST -> register again and sleep 2 s.
+* ``checkSyncStateSetAndDoReport`` (master, every 5 s and right after becoming master): shrink, add self,
+  report when different from the confirmed SSS. ``doReportSyncStateSetChanged`` sends alterSyncStateSet
+  with the current mE and sE; success adopts the reply; failure is only logged (the union stays).
+
+The invariant this keeps is BRK-EPOCH-MONO (``impl/catalogue.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+from .. import bugs as B
+from ..codes import MASTER_ID, BrokerRole, RequestCode, ResponseCode
+from ..runtime import Acquire, Call, Command, Executor, Monitor, Periodic, Release, Sleep
+
+if TYPE_CHECKING:
+    from .broker import BrokerNode
+
+RETRY_INTERVAL = 5000
+
+
+class State(Enum):
+    INITIAL = "INITIAL"
+    FIRST_TIME_SYNC_CONTROLLER_METADATA_DONE = "FIRST_TIME_SYNC_CONTROLLER_METADATA_DONE"
+    REGISTER_TO_CONTROLLER_DONE = "REGISTER_TO_CONTROLLER_DONE"
+    RUNNING = "RUNNING"
+    SHUTDOWN = "SHUTDOWN"
+
+
+class RegisterState(Enum):
+    INITIAL = "INITIAL"
+    CREATE_TEMP_METADATA_FILE_DONE = "CREATE_TEMP_METADATA_FILE_DONE"
+    CREATE_METADATA_FILE_DONE = "CREATE_METADATA_FILE_DONE"
+    REGISTERED = "REGISTERED"
+
+
+class ReplicasManager:
+    def __init__(self, node: BrokerNode) -> None:
+        self.node = node
+        self.cfg = node.broker_cfg
+        self.ha = node.ha
+        self.monitor = Monitor()
+        self.state = State.INITIAL
+        self.register_state = RegisterState.INITIAL
+        self.broker_controller_id: int | None = None
+        self.master_broker_id: int | None = None
+        self.master_address = ""
+        self.master_epoch = 0
+        self.sync_state_set: set[int] = set()
+        self.sync_state_set_epoch = 0
+        self.controller_addresses = list(node.controller_addresses)
+        self.controller_leader_address = ""
+        self.check_sss_task: Periodic | None = None
+        self.sync_metadata_started = False
+        self.ha_listener_executor = Executor(node, "AutoSwitchHAService_Executor")
+
+    # --------------------------------------------------------------------------------- helpers
+
+    def _controller(self) -> str:
+        return self.controller_leader_address.split(":")[0]
+
+    def _call(self, code: RequestCode, header: dict[str, Any], body: Any = None) -> Call:
+        return Call(self._controller(), Command(code, 0, header, body), self.cfg.rpc_timeout)
+
+    def is_master_state(self) -> bool:
+        return self.node.store.role == BrokerRole.SYNC_MASTER
+
+    # ---------------------------------------------------------------------------------- start-up
+
+    def start(self) -> None:
+        self.state = State.INITIAL
+        self.node.spawn("ReplicasManager.start", self._start())
+
+    def _start(self) -> Generator:
+        ok = yield from self._start_basic_service()
+        retries = 0
+        while not ok and self.state != State.SHUTDOWN:
+            yield Sleep(RETRY_INTERVAL)
+            retries += 1
+            ok = yield from self._start_basic_service()
+
+    def _start_basic_service(self) -> Generator[Any, Any, bool]:
+        if self.state == State.SHUTDOWN:
+            return False
+        if self.state == State.INITIAL:
+            if (yield from self._scheduling_sync_controller_metadata()):
+                self.state = State.FIRST_TIME_SYNC_CONTROLLER_METADATA_DONE
+            else:
+                return False
+        if self.state == State.FIRST_TIME_SYNC_CONTROLLER_METADATA_DONE:
+            for _ in range(5):
+                if (yield from self._register()):
+                    self.state = State.REGISTER_TO_CONTROLLER_DONE
+                    break
+                yield Sleep(self.node.rng.below(1000))
+            if self.state != State.REGISTER_TO_CONTROLLER_DONE:
+                return False
+        if self.state == State.REGISTER_TO_CONTROLLER_DONE:
+            self.send_heartbeat_to_controller()
+            if self.master_broker_id is not None or (yield from self._broker_elect()):
+                self.state = State.RUNNING
+                self.set_fenced(False)
+            else:
+                return False
+        if not self.sync_metadata_started:
+            self.sync_metadata_started = True
+            Periodic(self.node, "syncBrokerMetadata", 3000, self.cfg.sync_broker_metadata_period,
+                     self._sync_broker_metadata)
+            self.ha.register_sync_state_set_changed_listener(self._on_sync_state_set_changed)
+        return True
+
+    def set_fenced(self, fenced: bool) -> None:
+        self.node.isolated = fenced
+        self.node.store.fenced = fenced
+        self.node.observe("brk.fenced", fenced=fenced)
+
+    def _scheduling_sync_controller_metadata(self) -> Generator[Any, Any, bool]:
+        for _ in range(3):
+            if (yield from self._update_controller_metadata()):
+                Periodic(self.node, "updateControllerMetadata", 3000, self.cfg.sync_controller_metadata_period,
+                         self._update_controller_metadata_job)
+                return True
+            yield Sleep(1000)
+        return False
+
+    def _update_controller_metadata_job(self) -> Generator:
+        yield from self._update_controller_metadata()
+
+    def _update_controller_metadata(self) -> Generator[Any, Any, bool]:
+        for address in self.controller_addresses:
+            resp = yield Call(address.split(":")[0], Command(RequestCode.CONTROLLER_GET_METADATA_INFO, 0, {}),
+                              self.cfg.rpc_timeout)
+            if resp is not None and resp.code == ResponseCode.SUCCESS and resp.header.get("controllerLeaderAddress"):
+                self.controller_leader_address = resp.header["controllerLeaderAddress"]
+                return True
+        return False
+
+    # ---------------------------------------------------------------------------------- register
+
+    def _register(self) -> Generator[Any, Any, bool]:
+        disk = self.node.disk
+        self._confirm_now_registering_state()
+        if not self._check_metadata_valid():
+            return False
+        if self.register_state == RegisterState.INITIAL:
+            resp = yield self._call(RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
+                                    {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name})
+            if resp is None or resp.code != ResponseCode.SUCCESS or resp.header.get("nextBrokerId") is None:
+                return False
+            code = f"{self.node.address};{self.node.now}"
+            disk.temp_identity = (self.cfg.cluster_name, self.cfg.broker_name, resp.header["nextBrokerId"], code)
+            self.register_state = RegisterState.CREATE_TEMP_METADATA_FILE_DONE
+        if self.register_state == RegisterState.CREATE_TEMP_METADATA_FILE_DONE:
+            temp = disk.temp_identity
+            assert temp is not None
+            resp = yield self._call(RequestCode.CONTROLLER_APPLY_BROKER_ID,
+                                    {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
+                                     "appliedBrokerId": temp[2], "registerCheckCode": temp[3]})
+            if resp is None or resp.code != ResponseCode.SUCCESS:
+                disk.temp_identity = None
+                self.register_state = RegisterState.INITIAL
+                return False
+            disk.broker_identity = (temp[0], temp[1], temp[2])
+            disk.temp_identity = None
+            self._set_id(temp[2])
+            self.register_state = RegisterState.CREATE_METADATA_FILE_DONE
+        if self.register_state == RegisterState.CREATE_METADATA_FILE_DONE:
+            if not (yield from self._register_broker_to_controller()):
+                return False
+            self.register_state = RegisterState.REGISTERED
+        return True
+
+    def _set_id(self, broker_id: int) -> None:
+        self.broker_controller_id = broker_id
+        self.ha.local_broker_id = broker_id
+        self.node.observe("brk.identity", brokerId=broker_id)
+
+    def _confirm_now_registering_state(self) -> None:
+        disk = self.node.disk
+        if disk.broker_identity is not None:
+            self.register_state = RegisterState.CREATE_METADATA_FILE_DONE
+            self._set_id(disk.broker_identity[2])
+            return
+        if disk.temp_identity is not None:
+            self.register_state = RegisterState.CREATE_TEMP_METADATA_FILE_DONE
+
+    def _check_metadata_valid(self) -> bool:
+        disk = self.node.disk
+        names = (self.cfg.cluster_name, self.cfg.broker_name)
+        if self.register_state == RegisterState.CREATE_TEMP_METADATA_FILE_DONE:
+            return disk.temp_identity is not None and disk.temp_identity[:2] == names
+        if self.register_state == RegisterState.CREATE_METADATA_FILE_DONE:
+            return disk.broker_identity is not None and disk.broker_identity[:2] == names
+        return True
+
+    def _register_broker_to_controller(self) -> Generator[Any, Any, bool]:
+        resp = yield self._call(RequestCode.CONTROLLER_REGISTER_BROKER,
+                                {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
+                                 "brokerId": self.broker_controller_id, "brokerAddress": self.node.address})
+        if resp is None or resp.code != ResponseCode.SUCCESS:
+            return False
+        h = resp.header
+        master = h.get("masterBrokerId")
+        if master is None:
+            return True
+        sss = (resp.body or {}).get("syncStateSet", [])
+        if master == self.broker_controller_id:
+            yield from self.change_to_master(h["masterEpoch"], h["syncStateSetEpoch"], set(sss))
+        else:
+            yield from self.change_to_slave(h.get("masterAddress"), h["masterEpoch"], master)
+        return True
+
+    def _broker_elect(self) -> Generator[Any, Any, bool]:
+        resp = yield self._call(RequestCode.CONTROLLER_ELECT_MASTER,
+                                {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
+                                 "brokerId": self.broker_controller_id, "designateElect": False})
+        if resp is None or resp.code not in (ResponseCode.SUCCESS, ResponseCode.CONTROLLER_MASTER_STILL_EXIST):
+            return False
+        h = resp.header
+        address, master = h.get("masterAddress"), h.get("masterBrokerId")
+        if not address or master is None:
+            return False
+        sss = set((resp.body or {}).get("syncStateSet", []))
+        if master == self.broker_controller_id:
+            yield from self.change_to_master(h["masterEpoch"], h["syncStateSetEpoch"], sss)
+        else:
+            yield from self.change_to_slave(address, h["masterEpoch"], master)
+        return True
+
+    def send_heartbeat_to_controller(self) -> None:
+        node = self.node
+        for address in self.controller_addresses:
+            node.send(address.split(":")[0], Command(RequestCode.BROKER_HEARTBEAT, 0, {
+                "clusterName": self.cfg.cluster_name, "brokerAddr": node.address, "brokerName": self.cfg.broker_name,
+                "brokerId": self.broker_controller_id, "epoch": self.ha.epoch_cache.last_epoch(),
+                "maxOffset": node.store.max_phy_offset, "confirmOffset": node.store.get_confirm_offset(),
+                "heartbeatTimeoutMills": self.cfg.controller_heartbeat_timeout_mills,
+                "electionPriority": node.election_priority}, oneway=True))
+
+    # ------------------------------------------------------------------------------ role changes
+
+    def change_broker_role(self, master_id: int | None, master_addr: str | None, master_epoch: int | None,
+                           sss_epoch: int | None, sss: set[int]) -> Generator:
+        yield Acquire(self.monitor)
+        if master_id is not None and master_epoch is not None and master_epoch > self.master_epoch:
+            if master_id == self.broker_controller_id:
+                yield from self.change_to_master(master_epoch, sss_epoch or 0, sss)
+            else:
+                yield from self.change_to_slave(master_addr, master_epoch, master_id)
+        yield Release(self.monitor)
+
+    def change_to_master(self, new_master_epoch: int, sss_epoch: int, sss: set[int]) -> Generator:
+        yield Acquire(self.monitor)
+        self._change_to_master(new_master_epoch, sss_epoch, sss)
+        yield Release(self.monitor)
+
+    def _change_to_master(self, new_master_epoch: int, sss_epoch: int, sss: set[int]) -> None:
+        if new_master_epoch <= self.master_epoch:
+            return
+        node = self.node
+        old_epoch = self.master_epoch
+        self.master_epoch = new_master_epoch
+        if self.master_broker_id is not None and self.master_broker_id == self.broker_controller_id \
+                and node.configured_broker_id == MASTER_ID:
+            self.change_sync_state_set(set(sss), sss_epoch)
+            self.ha.change_to_master_when_last_role_is_master(new_master_epoch)
+            node.data_version = new_master_epoch
+            node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=True)
+            node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
+            node.register_broker_when_role_change()
+            return
+        self.change_sync_state_set(set(sss), sss_epoch)
+        ok = self.ha.change_to_master(new_master_epoch)
+        node.configured_broker_id = MASTER_ID
+        node.store.role = BrokerRole.SYNC_MASTER
+        self.master_address = node.address
+        self.master_broker_id = self.broker_controller_id
+        self._scheduling_check_sync_state_set()
+        node.data_version = new_master_epoch
+        node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=False,
+                     haAccepted=ok)
+        node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
+        node.register_broker_when_role_change()
+
+    def change_to_slave(self, new_master_address: str | None, new_master_epoch: int, new_master_id: int) -> Generator:
+        yield Acquire(self.monitor)
+        self._change_to_slave(new_master_address, new_master_epoch, new_master_id)
+        yield Release(self.monitor)
+
+    def _change_to_slave(self, new_master_address: str | None, new_master_epoch: int, new_master_id: int) -> None:
+        if new_master_epoch <= self.master_epoch:
+            return
+        node = self.node
+        old_epoch = self.master_epoch
+        self.master_epoch = new_master_epoch
+        if new_master_id == self.master_broker_id:
+            self.ha.change_to_slave_when_master_not_change(new_master_address, new_master_epoch)
+            node.data_version = new_master_epoch
+            node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
+                         master=new_master_id, again=True)
+            node.register_broker_when_role_change()
+            return
+        self._stop_check_sync_state_set()
+        node.store.role = BrokerRole.SLAVE
+        node.configured_broker_id = self.broker_controller_id
+        self.master_address = new_master_address or ""
+        self.master_broker_id = new_master_id
+        ok = self.ha.change_to_slave(new_master_address, new_master_epoch, self.broker_controller_id)  # type: ignore[arg-type]
+        node.data_version = new_master_epoch
+        node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
+                     master=new_master_id, again=False, haAccepted=ok)
+        node.register_broker_when_role_change()
+
+    def change_sync_state_set(self, new_sss: set[int], new_epoch: int) -> None:
+        """``changeSyncStateSet``: only a strictly greater sE is adopted (caller holds the monitor)."""
+        if new_epoch > self.sync_state_set_epoch:
+            self.sync_state_set_epoch = new_epoch
+            self.sync_state_set = set(new_sss)
+            self.ha.set_sync_state_set(set(new_sss))
+            self.node.observe("brk.sss", syncStateSet=sorted(new_sss), syncStateSetEpoch=new_epoch)
+
+    def _change_sync_state_set_locked(self, new_sss: set[int], new_epoch: int) -> Generator:
+        yield Acquire(self.monitor)
+        self.change_sync_state_set(new_sss, new_epoch)
+        yield Release(self.monitor)
+
+    # -------------------------------------------------------------------------------- periodic jobs
+
+    def _sync_broker_metadata(self) -> Generator:
+        resp = yield self._call(RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": self.cfg.broker_name})
+        if resp is None:
+            return
+        if resp.code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST:
+            yield from self._register_broker_to_controller()
+            yield Sleep(2000)
+            return
+        if resp.code != ResponseCode.SUCCESS:
+            return
+        h, body = resp.header, resp.body or {}
+        new_epoch = h.get("masterEpoch", 0)
+        master = h.get("masterBrokerId")
+        address = h.get("masterAddress")
+        yield Acquire(self.monitor)
+        if new_epoch > self.master_epoch:
+            if address and master is not None:
+                if master == self.broker_controller_id:
+                    self._change_to_master(new_epoch, body.get("syncStateSetEpoch", 0), set(body.get("syncStateSet", [])))
+                else:
+                    self._change_to_slave(address, new_epoch, master)
+            else:
+                yield from self._broker_elect()
+        elif new_epoch == self.master_epoch and self.is_master_state():
+            self.change_sync_state_set(set(body.get("syncStateSet", [])), body.get("syncStateSetEpoch", 0))
+        yield Release(self.monitor)
+
+    def _scheduling_check_sync_state_set(self) -> None:
+        self._stop_check_sync_state_set()
+        self.check_sss_task = Periodic(self.node, "checkSyncStateSet", 3000, self.cfg.check_sync_state_set_period,
+                                       self._check_sync_state_set_and_do_report)
+
+    def _stop_check_sync_state_set(self) -> None:
+        if self.check_sss_task is not None:
+            self.check_sss_task.cancel()
+            self.check_sss_task = None
+
+    def _check_sync_state_set_and_do_report(self) -> Generator:
+        new_sss = self.ha.maybe_shrink_sync_state_set()
+        if self.broker_controller_id is not None:
+            new_sss.add(self.broker_controller_id)
+        if self.sync_state_set == new_sss:
+            return
+        yield from self._do_report_sync_state_set_changed(new_sss)
+
+    def _on_sync_state_set_changed(self, sss: set[int]) -> None:
+        """The HA service's listener: the report runs later, on its single-threaded executor."""
+        epochs = (self.master_epoch, self.sync_state_set_epoch) if B.FIX_PROPOSAL_KEEPS_EPOCHS in self.node.bugs else None
+        self.ha_listener_executor.submit(self._do_report_sync_state_set_changed(sss, epochs))
+
+    def _do_report_sync_state_set_changed(self, new_sss: set[int],
+                                          epochs: tuple[int, int] | None = None) -> Generator:
+        # RocketMQ reads the epochs when the job runs, however long ago the set was decided
+        master_epoch, sss_epoch = epochs if epochs is not None else (self.master_epoch, self.sync_state_set_epoch)
+        body = {"syncStateSet": sorted(new_sss), "syncStateSetEpoch": sss_epoch}
+        header = {"brokerName": self.cfg.broker_name, "masterBrokerId": self.broker_controller_id,
+                  "masterEpoch": master_epoch}
+        resp = yield self._call(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET, header, body)
+        self.node.observe("brk.alter", proposal=sorted(new_sss), masterEpoch=header["masterEpoch"],
+                          syncStateSetEpoch=body["syncStateSetEpoch"],
+                          code=None if resp is None else int(resp.code))
+        if resp is not None and resp.code == ResponseCode.SUCCESS and resp.body is not None:
+            yield from self._change_sync_state_set_locked(set(resp.body["syncStateSet"]),
+                                                          resp.body["syncStateSetEpoch"])
+
+    def shutdown(self) -> None:
+        self.state = State.SHUTDOWN

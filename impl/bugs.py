@@ -1,0 +1,135 @@
+"""Injectable bugs: named, documented deviations that bring back a real or plausible RocketMQ bug.
+
+Each switch is a string the core checks at exactly one place (grep for its constant). A run with a switch
+on must be caught by the invariant the switch names; ``tests/test_bugs.py`` shows it with a deterministic
+scenario, and the same scenario passes with the switch off. Beside the switches sit the *expected-loss
+configurations*: real RocketMQ settings under which an acknowledged message can be lost by design.
+
+This module is a leaf: it imports nothing from the kit, so every layer can read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ACK_LOCAL_SSS_ONLY = "ack-local-sss-only"
+CONFIRM_IGNORES_DISCONNECTED = "confirm-ignores-disconnected"
+CONFIRM_COUNTS_NEW_CONNECTION = "confirm-counts-new-connection"
+TRUNCATE_INVALID_WRONG_START = "truncate-invalid-wrong-start"
+ALTER_SKIP_MASTER_EPOCH_CHECK = "alter-skip-master-epoch-check"
+ELECT_IGNORES_LIVENESS = "elect-ignores-liveness"
+TRANSFER_CROSSES_EPOCH = "transfer-crosses-epoch"
+SLAVE_ACCEPTS_GAP = "slave-accepts-gap"
+
+# fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
+FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
+FIX_CONFIRM_WAITS_FIRST_ACK = "fix-confirm-waits-first-ack"
+FIX_VALIDATE_AFTER_COMMIT = "fix-validate-after-commit"
+FIX_PROPOSAL_KEEPS_EPOCHS = "fix-proposal-keeps-epochs"
+FIX_UNION_KEEPS_ALL_PROPOSALS = "fix-union-keeps-all-proposals"
+FIX_CONFIRM_SHORTCUT_USES_UNION = "fix-confirm-shortcut-uses-union"
+FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT, FIX_PROPOSAL_KEEPS_EPOCHS,
+             FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION)
+
+
+@dataclass(frozen=True)
+class Bug:
+    name: str
+    invariant: str
+    where: str
+    reference: str
+    description: str
+    kind: str = "switch"  # "switch" (a code deviation), "config" (an expected-loss setting), "fix"
+    settings: tuple[tuple[str, str, object], ...] = ()  # for kind == "config": (section, key, value)
+
+
+BUGS: dict[str, Bug] = {
+    b.name: b
+    for b in [
+        Bug(ACK_LOCAL_SSS_ONLY, "SYNC-NO-ACK-LOSS",
+            "AutoSwitchHAService.getSyncStateSet (GroupTransferService.doWaitTransfer)",
+            "apache/rocketmq#5663, fixed by #5798 (5.1.1)",
+            "While an SSS expansion is in flight the master counts acks over its confirmed (local) set only, "
+            "not local ∪ remote; a slave the controller already holds in the SSS can miss an acked message "
+            "and still be elected."),
+        Bug(CONFIRM_IGNORES_DISCONNECTED, "SYNC-CONFIRM-BOUND",
+            "AutoSwitchHAService.computeConfirmOffset",
+            "apache/rocketmq#6662, fixed by #6663 (5.1.1)",
+            "confirmOffset is the minimum over the acks of *connected* SSS members only; a disconnected member "
+            "no longer freezes it, so confirmOffset runs past that member's log end."),
+        Bug(CONFIRM_COUNTS_NEW_CONNECTION, "SYNC-EXPAND-SAFE",
+            "AutoSwitchHAService.computeConfirmOffset",
+            "apache/rocketmq#6728, fixed by #6729 (5.1.1)",
+            "confirmOffset also takes the -1/0 ack of a connection that has not reported yet; confirmOffset "
+            "collapses and the expansion check (ack >= confirmOffset) admits a lagging slave into the SSS."),
+        Bug(TRUNCATE_INVALID_WRONG_START, "SYNC-NO-ACK-LOSS",
+            "AutoSwitchHAService.truncateInvalidMsg",
+            "apache/rocketmq#6665, fixed by #6666 (5.1.1)",
+            "The promotion-time scan for a broken tail starts at maxPhyOffset - dispatchBehind instead of the "
+            "reput offset, lands inside a message and cuts complete (acknowledged) messages."),
+        Bug(ALTER_SKIP_MASTER_EPOCH_CHECK, "CTL-ALTER-FENCED",
+            "ReplicasInfoManager.alterSyncStateSet (check 4)",
+            "synthetic",
+            "alterSyncStateSet no longer compares the request's masterEpoch with the controller's."),
+        Bug(ELECT_IGNORES_LIVENESS, "CTL-CLEAN-ELECTION",
+            "DefaultElectPolicy.tryElect",
+            "synthetic; RocketMQ's own tests build a DefaultElectPolicy without a valid predicate",
+            "The election policy has no liveness predicate: a dead SSS member can be elected."),
+        Bug(TRANSFER_CROSSES_EPOCH, "HA-EPOCH-BOUNDARY",
+            "AutoSwitchHAConnection.transferToSlave",
+            "synthetic (the clamp that #9689 shows missing on one path)",
+            "The master no longer clamps a transfer batch at the end of the current epoch."),
+        Bug(SLAVE_ACCEPTS_GAP, "HA-CONTIGUOUS",
+            "AutoSwitchHAClient.HAClientReader (TRANSFER offset check)",
+            "synthetic",
+            "The slave appends a TRANSFER body even when its offset is not the slave's max offset."),
+        Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
+            "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
+            "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "
+            "instead of trusting the -1 ('last epoch') it noted when the epoch began.", kind="fix"),
+        Bug(FIX_CONFIRM_WAITS_FIRST_ACK, "SYNC-CONFIRM-BOUND", "AutoSwitchHAService.computeConfirmOffset",
+            "finding F-CONFIRM-SKIPS-NEW-CONNECTION; digest §e.7 GAP",
+            "A member of the ack set whose connection has not acked yet (ack <= 0) freezes confirmOffset, like a "
+            "member with no connection, instead of being left out of the minimum.", kind="fix"),
+        Bug(FIX_VALIDATE_AFTER_COMMIT, "CTL-ALTER-FENCED", "DLedgerController.EventScheduler",
+            "finding F-DLEDGER-STALE-VALIDATION; digest §a.4 GAP",
+            "The scheduler validates a request only once every entry already appended has committed, so no event "
+            "is validated on a state that lacks an earlier one.", kind="fix"),
+        Bug(FIX_PROPOSAL_KEEPS_EPOCHS, "SYNC-SSS-HOLDS-ACKED", "ReplicasManager.doReportSyncStateSetChanged",
+            "finding F-STALE-SSS-PROPOSAL",
+            "A queued SyncStateSet proposal is sent with the masterEpoch and syncStateSetEpoch current when it was "
+            "decided, not when the executor gets to it, so the controller fences a proposal that outlived its epoch.",
+            kind="fix"),
+        Bug(FIX_UNION_KEEPS_ALL_PROPOSALS, "SYNC-SSS-HOLDS-ACKED", "AutoSwitchHAService.markSynchronizingSyncStateSet",
+            "finding F-GAP-UNION; digest §e.6 GAP-UNION",
+            "The remote set accumulates every proposal made since the last confirmed set instead of keeping only the "
+            "latest, so a proposal the controller may still accept never drops out of the ack set.", kind="fix"),
+        Bug(FIX_CONFIRM_SHORTCUT_USES_UNION, "SYNC-SEEN-NO-LOSS", "CommitLog.getConfirmOffset",
+            "finding F-CONFIRM-LOCAL-SHORTCUT",
+            "The 'one member: confirmOffset = maxPhyOffset' shortcut looks at the ack set (local ∪ remote while a "
+            "proposal is in flight) instead of the local set alone.", kind="fix"),
+        Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
+            "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
+            "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",
+            kind="config", settings=(("controller", "enableElectUncleanMaster", True),)),
+        Bug("allack-off", "SYNC-NO-ACK-LOSS", "MessageStoreConfig.allAckInSyncStateSet",
+            "RocketMQ's default (false); docs/en/controller/deploy.md",
+            "Expected loss: the master acks after its own write; a failover loses what no slave received.",
+            kind="config", settings=(("store", "allAckInSyncStateSet", False),)),
+    ]
+}
+
+SWITCHES = frozenset(name for name, b in BUGS.items() if b.kind == "switch")
+FIXES = frozenset(name for name, b in BUGS.items() if b.kind == "fix")
+
+
+def check_names(names: list[str] | tuple[str, ...]) -> frozenset[str]:
+    """Validate bug and fix names; raise ``ValueError`` with one line for an unknown one.
+
+    Returns the code deviations to apply (switches and fixes); "config" entries are settings, applied to
+    the configuration by the caller (``apply_configs``).
+    """
+    for n in names:
+        if n not in BUGS:
+            raise ValueError(f"unknown bug or fix {n!r} (known: {', '.join(sorted(BUGS))})")
+    return frozenset(n for n in names if BUGS[n].kind in ("switch", "fix"))

@@ -1,0 +1,690 @@
+"""The invariant catalogue: every invariant once, with a stable id, for every layer of the kit.
+
+Each entry gives the id (from digest §i, plus the kit's client-visible ones), a one-line statement, the
+RocketMQ source place that is supposed to keep it, the name of its TLA+ operator (the id with ``_``), the
+exceptions RocketMQ itself documents, and the implementation-level predicate.
+
+Predicates come in two shapes. *Event* predicates look at one observation the core emitted (an applied
+controller event, a transfer batch, a put result...) together with the cluster state at that moment.
+*State* predicates look at the cluster state after a step; they only re-run when a component they read
+changed in that step. ``Checker.after_step`` runs both after every simulator step and stops the run at the
+first violation, with the id, the step and the state.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .codes import BrokerRole
+
+if TYPE_CHECKING:
+    from .broker.broker import BrokerNode
+    from .sim.world import Simulation
+
+
+@dataclass(frozen=True)
+class Invariant:
+    id: str
+    statement: str
+    source: str
+    layer: str  # "controller" | "broker" | "ha" | "sync" | "client" | "store"
+    exceptions: str = ""
+    on: tuple[str, ...] = ()  # observation kinds the event predicate handles
+    reads: tuple[str, ...] = ()  # "controller" | "brokers" : state predicate re-runs when these ran
+
+    @property
+    def tla(self) -> str:
+        return self.id.replace("-", "_")
+
+
+CATALOGUE: list[Invariant] = [
+    # ---------------------------------------------------------------------------------- controller
+    Invariant("CTL-EPOCH-MONO",
+              "Per broker set, masterEpoch and syncStateSetEpoch never decrease; an applied ElectMaster raises mE "
+              "by 1, an elected master or an AlterSyncStateSet raises sE by 1, nothing else moves them.",
+              "SyncStateInfo.updateMasterInfo / updateSyncStateSetInfo; ReplicasInfoManager.applyEvent",
+              "controller", "cleanBrokerData of a whole set restarts both epochs at 0 when the set returns",
+              on=("ctl.apply",)),
+    Invariant("CTL-ONE-MASTER-PER-EPOCH",
+              "For each broker set and masterEpoch, the controller records at most one master.",
+              "ReplicasInfoManager.handleElectMaster (the only writer of the master)", "controller",
+              on=("ctl.apply",)),
+    Invariant("CTL-MASTER-IN-SSS", "The controller's master is null or a member of its SyncStateSet.",
+              "ReplicasInfoManager.alterSyncStateSet (check 7); handleElectMaster sets SSS := {master}",
+              "controller", "CleanBrokerDataEvent with explicit ids can remove the master from the SSS",
+              reads=("controller",)),
+    Invariant("CTL-SSS-REGISTERED", "The SyncStateSet only holds registered broker ids.",
+              "ReplicasInfoManager.alterSyncStateSet (check 6); DefaultElectPolicy candidates", "controller",
+              "a first-time election takes the requester's id unchecked", reads=("controller",)),
+    Invariant("CTL-ALTER-FENCED",
+              "An applied AlterSyncStateSet was requested by the current master with the current masterEpoch and "
+              "syncStateSetEpoch, and keeps the master.",
+              "ReplicasInfoManager.alterSyncStateSet (checks 3-7)", "controller",
+              "DLedger validates at the leader only; an event applied later is not re-checked", on=("ctl.apply",)),
+    Invariant("CTL-CLEAN-ELECTION",
+              "With unclean election off, a newly elected master was in the SyncStateSet and alive when elected.",
+              "DefaultElectPolicy.tryElect; ReplicasInfoManager.electMaster (all = null when unclean is off)",
+              "controller", "a first-time election (mE == 0) skips every check", on=("ctl.apply",)),
+    Invariant("CTL-ID-UNIQUE", "No two brokers of a set hold the same controller id.",
+              "ReplicasInfoManager.applyBrokerId (check-code CAS); ReplicasManager.register", "controller",
+              "a partial clean followed by a re-apply can rebuild a set", reads=("brokers",)),
+    # -------------------------------------------------------------------------------------- broker
+    Invariant("BRK-EPOCH-MONO",
+              "Within a broker process, its masterEpoch and syncStateSetEpoch never decrease, and its role changes "
+              "only for a strictly greater masterEpoch.",
+              "ReplicasManager.changeBrokerRole / changeToMaster / changeToSlave / changeSyncStateSet", "broker",
+              on=("brk.role", "brk.sss")),
+    Invariant("BRK-SLAVE-NO-WRITE", "Only an unfenced master appends producer messages.",
+              "HookUtils.checkBeforePutMessage; ReplicasManager.setFenced", "broker",
+              "a deposed master that has not heard of the new epoch still writes (no lease)", on=("brk.append",)),
+    # ------------------------------------------------------------------------------------------ HA
+    Invariant("HA-EPOCH-BOUNDARY",
+              "No transfer batch crosses an epoch boundary of the master, and its header names an epoch entry of "
+              "the master: the batch's own, or (RocketMQ builds the header after switching) the next one starting "
+              "exactly at the batch's end.",
+              "AutoSwitchHAConnection.transferToSlave; changeTransferEpochToNext", "ha",
+              "changeToMasterWhenLastRoleIsMaster keeps connections on the old epoch (#9689, fixed by #9690 after "
+              "5.3.3)", on=("ha.transfer",)),
+    Invariant("HA-CONTIGUOUS", "A slave appends transferred bytes only at its own max offset (or anywhere when empty).",
+              "AutoSwitchHAClient.HAClientReader (TRANSFER offset check)", "ha", on=("ha.slave-append",)),
+    Invariant("HA-LOG-MATCHING",
+              "If two replicas hold the same epoch entry (epoch, start), their logs are byte-identical from start to "
+              "the smaller of the two ends of that epoch.",
+              "one master per epoch; AutoSwitchHAClient.doTruncate; EpochFileCache.appendEntry", "ha",
+              "QUIRK-EPOCH-EQ; the stale end after truncateSuffixByOffset; the #9689 quirk", reads=("brokers",)),
+    Invariant("HA-TRUNCATE-PREFIX",
+              "After a successful handshake the slave's log is a prefix of the log of the broker it connected to.",
+              "EpochFileCache.findConsistentPoint + DefaultMessageStore.truncateFiles in AutoSwitchHAClient.doTruncate",
+              "ha", "an empty local epoch cache truncates nothing", on=("ha.handshake-done",)),
+    Invariant("EPOCH-FILE-WF",
+              "A broker's epoch entries have strictly increasing epochs and starts, and each entry but the last ends "
+              "where the next starts.",
+              "EpochFileCache.appendEntry / initEntries", "ha", reads=("brokers",)),
+    Invariant("STORE-WHOLE-MESSAGES",
+              "Every commit log is a sequence of whole, valid messages, except for an incomplete last one.",
+              "CommitLog.checkMessageAndReturnSize; AutoSwitchHAService.truncateInvalidMsg; recovery", "store",
+              reads=("brokers",)),
+    # ---------------------------------------------------------------------------------------- sync
+    Invariant("SYNC-ACK-ALL",
+              "In allAck mode a put returns PUT_OK only when every member of the master's ack set (local ∪ remote "
+              "while a proposal is in flight) has acked past the message.",
+              "GroupTransferService.doWaitTransfer (ALL branch); AutoSwitchHAService.getSyncStateSet", "sync",
+              "acks mean bytes in the slave's page cache, not on its disk", on=("brk.put-result",)),
+    Invariant("SYNC-EXPAND-SAFE",
+              "A master proposes a slave for its SyncStateSet only when the slave holds every message it has "
+              "acknowledged (ack >= end of every PUT_OK message in its log).",
+              "AutoSwitchHAService.maybeExpandInSyncStateSet (ack >= confirmOffset, >= epoch start)", "sync",
+              on=("ha.expand",)),
+    Invariant("SYNC-CONFIRM-BOUND",
+              "Every message ending at or before a master's confirmOffset is whole in the log of every member of its "
+              "SyncStateSet (allAck mode); a slave's confirmOffset never passes its own log end.",
+              "AutoSwitchHAService.computeConfirmOffset; AutoSwitchHAClient (min(header, max))", "sync",
+              "a power loss on a slave can lose page-cache bytes it had acked", reads=("brokers",)),
+    Invariant("SYNC-VISIBLE-BOUND", "A broker dispatches a message to consumers only if it ends at or before its "
+              "confirmOffset at that moment.",
+              "ReputMessageService.getReputEndOffset / doReput", "client",
+              "readUnCommitted=true; confirmOffset itself can move back (e.g. when a second member joins the SSS), "
+              "so messages dispatched earlier can end past the current value", on=("store.dispatch",)),
+    Invariant("SYNC-SSS-HOLDS-ACKED",
+              "Every member of the controller's SyncStateSet holds every message a producer saw PUT_OK for.",
+              "AutoSwitchHAService.maybeExpandInSyncStateSet + ReplicasInfoManager.alterSyncStateSet fencing", "sync",
+              "as SYNC-NO-ACK-LOSS (this is what makes a clean election safe)",
+              on=("client.send-result", "ctl.apply", "store.truncated"), reads=("brokers", "controller")),
+    Invariant("SYNC-NO-ACK-LOSS",
+              "Every message a producer saw PUT_OK for is in the log of the master the controller has established "
+              "(after any failover).",
+              "SYNC-ACK-ALL + CTL-CLEAN-ELECTION + controller SSS ⊆ ack set + SYNC-EXPAND-SAFE", "client",
+              "expected to fail with allAckInSyncStateSet=false (RocketMQ's default), with unclean election, and when "
+              "every ack holder loses its page cache (power loss); GAP-UNION is the prime suspect otherwise",
+              on=("client.send-result", "brk.role", "store.truncated"), reads=("brokers", "controller")),
+    Invariant("SYNC-SEEN-NO-LOSS",
+              "Every message a consumer received is in the log of the master the controller has established.",
+              "confirmOffset (min over the SSS) + consumers read only the confirmed prefix", "client",
+              on=("client.seen", "brk.role", "store.truncated"), reads=("brokers", "controller")),
+]
+
+BY_ID: dict[str, Invariant] = {inv.id: inv for inv in CATALOGUE}
+
+
+# ------------------------------------------------------------------------------------------ checker
+
+
+@dataclass
+class _PairCache:
+    verified: int = 0
+    key: tuple = ()
+
+
+@dataclass
+class Coverage:
+    """Things that happened ("sometimes" properties): counts per label."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def hit(self, label: str, n: int = 1) -> None:
+        self.counts[label] = self.counts.get(label, 0) + n
+
+
+class Checker:
+    """Evaluates the catalogue on a ``Simulation`` after every step."""
+
+    def __init__(self, world: Simulation, enabled: set[str] | None = None) -> None:
+        self.world = world
+        self.enabled = set(BY_ID) if enabled is None else enabled
+        self.coverage = Coverage()
+        # history
+        self.acked: dict[str, int] = {}  # PUT_OK key -> time
+        self.acked_pending: list[str] = []
+        self.seen: dict[str, int] = {}
+        self.seen_pending: list[str] = []
+        self.epoch_masters: dict[tuple[str, int, int], int | None] = {}  # (set, incarnation, mE) -> master
+        self.set_incarnation: dict[str, int] = {}
+        self.broker_epochs: dict[tuple[str, int], tuple[int, int]] = {}  # (broker, inc) -> (mE, sE)
+        self.handshake_versions: dict[int, int] = {}
+        self._pairs: dict[tuple[str, str], _PairCache] = {}
+        self._full_recheck = True
+        self._fingerprints: dict[str, tuple] = {}
+        self._sss_verified: dict[int, tuple[Any, int]] = {}
+        self._disk_key_cache: dict[str, tuple[Any, dict[str, int]]] = {}
+        self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
+        for kind, fn in [
+            ("ctl.apply", self._on_ctl_apply), ("brk.role", self._on_brk_role), ("brk.sss", self._on_brk_sss),
+            ("brk.append", self._on_brk_append), ("ha.transfer", self._on_transfer),
+            ("ha.slave-append", self._on_slave_append), ("ha.handshake-done", self._on_handshake_done),
+            ("brk.put-result", self._on_put_result), ("ha.expand", self._on_expand),
+            ("client.seen", self._on_seen), ("client.send-result", self._on_send_result),
+            ("store.dispatch", self._on_dispatch),
+            ("store.truncated", self._on_truncated), ("sim.crash", self._on_crash),
+            ("ha.truncate", self._on_ha_truncate), ("ctl.append-timeout", self._on_append_timeout),
+        ]:
+            self._handlers.setdefault(kind, []).append(fn)
+
+    # ------------------------------------------------------------------------------- plumbing
+
+    def _fail(self, inv: str, message: str, **state: Any) -> None:
+        if inv in self.enabled:
+            self.world.fail(inv, message, state)
+
+    def after_step(self, observations: list[dict[str, Any]]) -> None:
+        for obs in observations:
+            for fn in self._handlers.get(obs["k"], ()):
+                fn(obs)
+        world = self.world
+        touched = world.touched
+        if world.acted:
+            self._full_recheck = True
+        ran_ctl = world.controller in touched or self._full_recheck
+        ran_brokers = self._brokers_changed(touched)
+        if ran_ctl:
+            self._check_controller_state()
+        if ran_brokers:
+            self._check_broker_state()
+        if ran_brokers or ran_ctl or self.acked_pending or self.seen_pending:
+            self._check_no_loss()
+            if "SYNC-SSS-HOLDS-ACKED" in self.enabled:
+                self._check_sss_holds_acked()
+        self._full_recheck = False
+
+    # ------------------------------------------------------------------------- controller rules
+
+    def _on_ctl_apply(self, obs: dict[str, Any]) -> None:
+        ev, ctx, before, after = obs["event"], obs["ctx"], obs["before"], obs["after"]
+        name = ev.get("brokerName", "")
+        kind = ev["type"]
+        if before is None or before.get("masterEpoch") is None:
+            self.set_incarnation[name] = self.set_incarnation.get(name, 0) + 1
+        inc = self.set_incarnation.get(name, 0)
+        if before is not None and after is not None and before.get("masterEpoch") is not None \
+                and after.get("masterEpoch") is not None:
+            dme = after["masterEpoch"] - before["masterEpoch"]
+            dse = after["syncStateSetEpoch"] - before["syncStateSetEpoch"]
+            want_me = 1 if kind == "ElectMaster" else 0
+            want_se = 1 if (kind == "ElectMaster" and ev["newMasterElected"]) or kind == "AlterSyncStateSet" else 0
+            if dme != want_me or dse != want_se:
+                self._fail("CTL-EPOCH-MONO", f"{kind} moved mE by {dme} and sE by {dse} (expected {want_me}, {want_se})",
+                           event=ev, before=before, after=after)
+        if kind == "ElectMaster" and after is not None and after.get("masterEpoch") is not None:
+            key = (name, inc, after["masterEpoch"])
+            master = after["master"]
+            if key in self.epoch_masters and self.epoch_masters[key] != master:
+                self._fail("CTL-ONE-MASTER-PER-EPOCH",
+                           f"masterEpoch {after['masterEpoch']} of {name} had master {self.epoch_masters[key]}, now {master}",
+                           event=ev, after=after)
+            self.epoch_masters[key] = master
+            self.coverage.hit("election" if ev["newMasterElected"] else "election-none")
+            if ev["newMasterElected"] and before is not None and before.get("masterEpoch", 0) > 0:
+                new = ev["newMasterBrokerId"]
+                if not ctx.get("unclean"):
+                    alive = ctx.get("alive", {}).get(str(new))
+                    if new not in (before.get("syncStateSet") or []) or alive is False:
+                        self._fail("CTL-CLEAN-ELECTION",
+                                   f"broker {new} was elected while {'outside the SSS ' + str(before.get('syncStateSet')) if new not in (before.get('syncStateSet') or []) else 'not alive'}",
+                                   event=ev, ctx=ctx, before=before)
+                elif new not in (before.get("syncStateSet") or []):
+                    self.coverage.hit("unclean-election")
+        if kind == "AlterSyncStateSet" and before is not None:
+            b = before
+            problems = []
+            if b.get("master") != ctx.get("masterBrokerId"):
+                problems.append(f"requested by {ctx.get('masterBrokerId')} but master is {b.get('master')}")
+            if b.get("masterEpoch") != ctx.get("masterEpoch"):
+                problems.append(f"request mE {ctx.get('masterEpoch')} != controller mE {b.get('masterEpoch')}")
+            if b.get("syncStateSetEpoch") != ctx.get("syncStateSetEpoch"):
+                problems.append(f"request sE {ctx.get('syncStateSetEpoch')} != controller sE {b.get('syncStateSetEpoch')}")
+            if b.get("master") not in ev["newSyncStateSet"]:
+                problems.append(f"new SSS {ev['newSyncStateSet']} drops master {b.get('master')}")
+            if problems:
+                self._fail("CTL-ALTER-FENCED", "; ".join(problems), event=ev, ctx=ctx, before=before)
+
+    def _on_append_timeout(self, obs: dict[str, Any]) -> None:
+        self.coverage.hit("lost-reply-event-applies")
+
+    def _brokers_changed(self, touched: set[str]) -> bool:
+        """Re-run broker state predicates only when a broker's checked state actually moved."""
+        changed = self._full_recheck
+        for b in self.world.brokers:
+            if b not in touched and not self._full_recheck:
+                continue
+            node = self.world.broker(b)
+            disk = self.world.disks[b]
+            if node is None:
+                fp: tuple = (None, disk.generation, len(disk.commitlog))
+            else:
+                st = node.store
+                ha = getattr(node, "ha", None)
+                fp = (id(node), st.commitlog.version, disk.generation, st.epoch_cache.version, st.confirm_offset,
+                      st.role, st.fenced, tuple(sorted(ha.sync_state_set)) if ha else (), disk.broker_identity)
+            if self._fingerprints.get(b) != fp:
+                self._fingerprints[b] = fp
+                changed = True
+        return changed
+
+    def _check_controller_state(self) -> None:
+        ctl = self.world.controller_node()
+        if ctl is None:
+            return
+        rim = ctl.rim
+        for name, info in rim.sync_state_set_info_table.items():
+            if info.master_broker_id is not None and info.master_broker_id not in info.sync_state_set:
+                self._fail("CTL-MASTER-IN-SSS", f"master {info.master_broker_id} not in SSS {sorted(info.sync_state_set)}",
+                           controller=rim.snapshot())
+                return
+            replicas = rim.replica_info_table.get(name)
+            registered = set(replicas.broker_id_info) if replicas else set()
+            if not info.sync_state_set <= registered:
+                self._fail("CTL-SSS-REGISTERED", f"SSS {sorted(info.sync_state_set)} has unregistered ids "
+                           f"(registered {sorted(registered)})", controller=rim.snapshot())
+                return
+
+    # ----------------------------------------------------------------------------- broker rules
+
+    def _on_brk_role(self, obs: dict[str, Any]) -> None:
+        name = obs["n"]
+        if obs["masterEpoch"] <= obs["previous"]:
+            self._fail("BRK-EPOCH-MONO", f"{name} changed role to {obs['role']} at mE {obs['masterEpoch']} "
+                       f"from mE {obs['previous']}", obs=obs)
+        key = (name, self.world.inc[name])
+        _, se = self.broker_epochs.get(key, (0, 0))
+        self.broker_epochs[key] = (obs["masterEpoch"], se)
+        if obs["role"] == "MASTER":
+            self.coverage.hit("became-master" if not obs.get("again") else "master-again")
+            self._full_recheck = True
+
+    def _on_brk_sss(self, obs: dict[str, Any]) -> None:
+        name = obs["n"]
+        key = (name, self.world.inc[name])
+        me, se = self.broker_epochs.get(key, (0, 0))
+        if obs["syncStateSetEpoch"] <= se:
+            self._fail("BRK-EPOCH-MONO", f"{name} adopted SSS epoch {obs['syncStateSetEpoch']} after {se}", obs=obs)
+        self.broker_epochs[key] = (me, obs["syncStateSetEpoch"])
+
+    def _on_brk_append(self, obs: dict[str, Any]) -> None:
+        if obs["role"] == BrokerRole.SLAVE.value or obs["fenced"]:
+            self._fail("BRK-SLAVE-NO-WRITE", f"{obs['n']} appended {obs['key']} as {obs['role']} "
+                       f"(fenced={obs['fenced']})", obs=obs)
+
+    def _on_crash(self, obs: dict[str, Any]) -> None:
+        self._full_recheck = True
+        self.coverage.hit("crash-power-loss" if obs.get("powerLoss") else "crash")
+
+    def _on_truncated(self, obs: dict[str, Any]) -> None:
+        self._full_recheck = True
+
+    def _on_ha_truncate(self, obs: dict[str, Any]) -> None:
+        if obs["point"] < obs["before"]:
+            self.coverage.hit("slave-truncated")
+            entries = obs.get("master") or []
+            starts = [s for _, s in entries]
+            if any(obs["point"] <= s < obs["before"] for s in starts) or len(starts) > 1:
+                self.coverage.hit("truncation-across-epochs")
+
+    # --------------------------------------------------------------------------------- HA rules
+
+    def _on_transfer(self, obs: dict[str, Any]) -> None:
+        if obs["epoch"] is None:
+            return
+        entries = obs["entries"]
+        offset, size = obs["offset"], obs["size"]
+        starts = [s for _, s in entries]
+        idx = bisect.bisect_right(starts, offset) - 1
+        if idx < 0:
+            self._fail("HA-EPOCH-BOUNDARY", f"batch at {offset} precedes every epoch of the master", obs=obs)
+            return
+        epoch_end = starts[idx + 1] if idx + 1 < len(starts) else None
+        end = offset + size
+        if epoch_end is not None and end > epoch_end:
+            self._fail("HA-EPOCH-BOUNDARY", f"batch [{offset}, {end}) labelled epoch {obs['epoch']} crosses the start "
+                       f"{epoch_end} of epoch {entries[idx + 1][0]}", obs=obs)
+            return
+        own = tuple(entries[idx])
+        nxt = tuple(entries[idx + 1]) if idx + 1 < len(entries) else None
+        label = (obs["epoch"], obs["start"])
+        if label != own and not (nxt is not None and label == nxt and nxt[1] == end):
+            self._fail("HA-EPOCH-BOUNDARY", f"batch [{offset}, {end}) lies in epoch {own} but its header says {label}",
+                       obs=obs)
+
+    def _on_slave_append(self, obs: dict[str, Any]) -> None:
+        if obs["max"] != 0 and obs["offset"] != obs["max"]:
+            self._fail("HA-CONTIGUOUS", f"{obs['n']} appended bytes for offset {obs['offset']} at its end {obs['max']}",
+                       obs=obs)
+
+    def _on_handshake_done(self, obs: dict[str, Any]) -> None:
+        world = self.world
+        slave = world.broker(obs["n"])
+        stream = world.streams.get(obs["conn"])
+        if slave is None or stream is None:
+            return
+        master = world.broker(stream.b)
+        if master is None:
+            return
+        n = slave.store.max_phy_offset
+        mdata = master.store.commitlog.data
+        if len(mdata) < n or mdata[:n] != slave.store.commitlog.data[:n]:
+            diverge = next((i for i in range(min(n, len(mdata))) if mdata[i] != slave.store.commitlog.data[i]),
+                           min(n, len(mdata)))
+            self._fail("HA-TRUNCATE-PREFIX", f"after the handshake {obs['n']} holds {n} bytes but they differ from "
+                       f"{stream.b}'s log at byte {diverge} (its log has {len(mdata)})", obs=obs)
+
+    def _logs(self) -> dict[str, tuple[bytearray, list[tuple[int, int]], Any]]:
+        out = {}
+        for b in self.world.brokers:
+            node = self.world.broker(b)
+            disk = self.world.disks[b]
+            if node is not None:
+                entries = node.store.epoch_cache.pairs()
+                out[b] = (disk.commitlog, entries, node)
+            else:
+                out[b] = (disk.commitlog, list(disk.epoch_file or []), None)
+        return out
+
+    def _check_broker_state(self) -> None:
+        world = self.world
+        logs = self._logs()
+        ids: dict[int, str] = {}
+        for b in world.brokers:
+            ident = world.disks[b].broker_identity
+            if ident is not None:
+                if ident[2] in ids:
+                    self._fail("CTL-ID-UNIQUE", f"{ids[ident[2]]} and {b} both hold controller id {ident[2]}")
+                    return
+                ids[ident[2]] = b
+        for b, (_, entries, node) in logs.items():
+            for (e1, s1), (e2, s2) in zip(entries, entries[1:]):
+                if not (e1 < e2 and s1 < s2):
+                    self._fail("EPOCH-FILE-WF", f"{b} has epoch entries {entries}", broker=b)
+                    return
+            if node is not None:
+                mem = node.store.epoch_cache._map
+                vals = list(mem.values())
+                for x, y in zip(vals, vals[1:]):
+                    if x.end_offset != y.start_offset:
+                        self._fail("EPOCH-FILE-WF", f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts",
+                                   broker=b)
+                        return
+                log = node.store.commitlog
+                if log.torn:
+                    self._fail("STORE-WHOLE-MESSAGES", f"{b} holds bytes at {log.torn[0]} that are not a message, "
+                               f"followed by more data (log end {log.max_offset})", broker=b, torn=log.torn[:5])
+                    return
+        self._check_log_matching(logs)
+        self._check_confirm_bound()
+
+    def _check_log_matching(self, logs: dict[str, tuple[bytearray, list[tuple[int, int]], Any]]) -> None:
+        names = sorted(logs)
+        disks = self.world.disks
+        for i, a in enumerate(names):
+            da, ea, _ = logs[a]
+            for bname in names[i + 1:]:
+                db, eb, _ = logs[bname]
+                common = set(ea) & set(eb)
+                if not common:
+                    continue
+                gens = (disks[a].generation, disks[bname].generation)
+                for epoch, start in sorted(common):
+                    end_a = _epoch_end(ea, epoch, len(da))
+                    end_b = _epoch_end(eb, epoch, len(db))
+                    hi = min(end_a, end_b)
+                    ckey = (a, bname, epoch, start)
+                    cached = self._pairs.get(ckey)
+                    lo = start
+                    if cached is not None and cached.key == gens:
+                        lo = max(start, min(cached.verified, hi))
+                    if hi > lo and da[lo:hi] != db[lo:hi]:
+                        at = next(j for j in range(lo, hi) if da[j] != db[j])
+                        self._fail("HA-LOG-MATCHING", f"{a} and {bname} share epoch {epoch} from {start} but differ at "
+                                   f"byte {at} (epoch ends {end_a} / {end_b})", entries={a: ea, bname: eb})
+                        return
+                    self._pairs[ckey] = _PairCache(max(hi, lo), gens)
+
+    def _check_confirm_bound(self) -> None:
+        world = self.world
+        for b in world.brokers:
+            node = world.broker(b)
+            if node is None or not hasattr(node, "ha"):
+                continue
+            store = node.store
+            if store.role == BrokerRole.SLAVE:
+                if store.confirm_offset > store.max_phy_offset:
+                    self._fail("SYNC-CONFIRM-BOUND", f"slave {b} has confirmOffset {store.confirm_offset} past its "
+                               f"log end {store.max_phy_offset}", broker=node.status())
+                    return
+                continue
+            if store.fenced or not world.cfg.store.all_ack_in_sync_state_set:
+                continue
+            local = node.ha.sync_state_set
+            if len(local) <= 1:
+                continue
+            confirm = store.get_confirm_offset_directly()
+            ends = store.commitlog.ends
+            k = bisect.bisect_right(ends, confirm)
+            if k == 0:
+                continue
+            need = ends[k - 1]
+            for member in sorted(local):
+                if member == node.replicas.broker_controller_id:
+                    continue
+                holder = self._broker_by_id(member)
+                if holder is None:
+                    continue
+                whole = self._whole_end(holder)
+                if whole < need:
+                    self._fail("SYNC-CONFIRM-BOUND", f"master {b} confirms up to {confirm} (messages to {need}) but SSS "
+                               f"member {member} ({holder}) holds whole messages only to {whole}",
+                               master=node.status(), member=holder)
+                    return
+
+    def _broker_by_id(self, broker_id: int) -> str | None:
+        for b in self.world.brokers:
+            ident = self.world.disks[b].broker_identity
+            if ident is not None and ident[2] == broker_id:
+                return b
+        return None
+
+    def _whole_end(self, broker: str) -> int:
+        node = self.world.broker(broker)
+        if node is not None:
+            return node.store.commitlog.whole_end()
+        from .store.commitlog import CommitLog
+
+        return CommitLog(self.world.disks[broker]).whole_end()
+
+    # ------------------------------------------------------------------------------- sync rules
+
+    def _on_put_result(self, obs: dict[str, Any]) -> None:
+        ack = obs.get("ack")
+        if obs["status"] != "PUT_OK" or ack is None:
+            return
+        world = self.world
+        node = world.broker(obs["n"])
+        if node is None:
+            return
+        self_id = node.replicas.broker_controller_id
+        members = set(ack["local"]) | (set(ack["remote"]) if ack["inFlight"] else set())
+        if len(members) <= 1:
+            return
+        end = obs.get("end")
+        if end is None:
+            return
+        best: dict[int, int] = {}
+        for sid, off in ack["acks"]:
+            best[sid] = max(best.get(sid, -1), off)
+        missing = [m for m in sorted(members) if m != self_id and best.get(m, -1) < end]
+        if missing:
+            self._fail("SYNC-ACK-ALL", f"{obs['n']} acked {obs['key']} (end {end}) though SSS members {missing} had not "
+                       f"acked it (ack set {sorted(members)}, acks {ack['acks']})", obs=obs)
+
+    def _on_expand(self, obs: dict[str, Any]) -> None:
+        world = self.world
+        node = world.broker(obs["n"])
+        self.coverage.hit("sss-expand")
+        if node is None or node.store.role != BrokerRole.SYNC_MASTER or node.store.fenced:
+            return  # every broker accepts HA connections; only a master's proposal can reach the controller
+        keys = node.store.commitlog.keys
+        recs = node.store.commitlog.records
+        need = 0
+        by_offset = {r.offset: r for r in recs}
+        for key in self.acked:
+            off = keys.get(key)
+            if off is not None:
+                r = by_offset[off]
+                need = max(need, r.offset + r.size)
+        if obs["ack"] < need:
+            self._fail("SYNC-EXPAND-SAFE", f"{obs['n']} proposes slave {obs['slave']} with ack {obs['ack']} but has "
+                       f"acknowledged messages up to {need} (confirmOffset it saw: {obs['confirm']})", obs=obs)
+
+    def _on_dispatch(self, obs: dict[str, Any]) -> None:
+        if obs["upto"] > obs["confirm"]:
+            self._fail("SYNC-VISIBLE-BOUND", f"{obs['n']} dispatched messages up to {obs['upto']} with confirmOffset "
+                       f"{obs['confirm']}", obs=obs)
+
+    def _on_seen(self, obs: dict[str, Any]) -> None:
+        if obs["key"] not in self.seen:
+            self.seen[obs["key"]] = self.world.now
+            self.seen_pending.append(obs["key"])
+
+    def _on_send_result(self, obs: dict[str, Any]) -> None:
+        if obs["status"] == "PUT_OK":
+            self.acked[obs["key"]] = self.world.now
+            self.acked_pending.append(obs["key"])
+
+    def reference_master(self) -> BrokerNode | None:
+        """The master the controller has established: named by it, up, and master at the controller's mE."""
+        world = self.world
+        if world.cfg.cluster.mode == "legacy":  # 4.x: the configured master, once it is up again
+            node = world.broker(world.brokers[0])
+            return node if node is not None and node.store.role != BrokerRole.SLAVE else None  # type: ignore[return-value]
+        ctl = world.controller_node()
+        disk_state = ctl.rim if ctl is not None else None
+        if disk_state is None:
+            return None
+        info = disk_state.sync_state_set_info_table.get(world.cfg.broker.broker_name)
+        if info is None or info.master_broker_id is None:
+            return None
+        name = self._broker_by_id(info.master_broker_id)
+        node = world.broker(name) if name else None
+        if node is None or node.replicas.master_epoch != info.master_epoch:
+            return None
+        if node.store.role != BrokerRole.SYNC_MASTER:
+            return None
+        return node
+
+    def _check_no_loss(self) -> None:
+        master = self.reference_master()
+        if master is None:
+            return
+        epoch = master.replicas.master_epoch if hasattr(master, "replicas") else 0
+        full = self._full_recheck or getattr(self, "_last_ref", None) != (master.name, epoch)
+        self._last_ref = (master.name, epoch)
+        keys = master.store.commitlog.keys
+        acked = list(self.acked) if full else self.acked_pending
+        for key in acked:
+            if key not in keys:
+                self._fail("SYNC-NO-ACK-LOSS", f"{key} was acknowledged PUT_OK but master {master.name} "
+                           f"(mE {epoch}) does not have it", master=master.status(), key=key)
+                return
+        seen = list(self.seen) if full else self.seen_pending
+        for key in seen:
+            if key not in keys:
+                self._fail("SYNC-SEEN-NO-LOSS", f"{key} was delivered to a consumer but master {master.name} "
+                           f"(mE {epoch}) does not have it", master=master.status(), key=key)
+                return
+        self.acked_pending = []
+        self.seen_pending = []
+
+    def _check_sss_holds_acked(self) -> None:
+        world = self.world
+        ctl = world.controller_node()
+        if ctl is None or not self.acked:
+            return
+        info = ctl.rim.sync_state_set_info_table.get(world.cfg.broker.broker_name)
+        if info is None:
+            return
+        acked = list(self.acked)
+        for member in sorted(info.sync_state_set):
+            name = self._broker_by_id(member)
+            if name is None:
+                continue
+            node = world.broker(name)
+            disk = world.disks[name]
+            if node is not None:
+                keys, gen = node.store.commitlog.keys, (id(node), disk.generation)
+            else:
+                keys, gen = self._disk_keys(name), (None, disk.generation, len(disk.commitlog))
+            start = 0
+            cached = self._sss_verified.get(member)
+            if cached is not None and cached[0] == gen:
+                start = cached[1]
+            for key in acked[start:]:
+                if key not in keys:
+                    self._fail("SYNC-SSS-HOLDS-ACKED", f"SSS member {member} ({name}) lacks {key}, which was "
+                               f"acknowledged PUT_OK (controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})",
+                               key=key, member=name, broker=node.status() if node is not None else None)
+                    return
+            self._sss_verified[member] = (gen, len(acked))
+
+    def _disk_keys(self, name: str) -> dict[str, int]:
+        from .store.commitlog import CommitLog
+
+        disk = self.world.disks[name]
+        cached = self._disk_key_cache.get(name)
+        if cached is not None and cached[0] == (disk.generation, len(disk.commitlog)):
+            return cached[1]
+        keys = CommitLog(disk).keys
+        self._disk_key_cache[name] = ((disk.generation, len(disk.commitlog)), keys)
+        return keys
+
+
+def _epoch_end(entries: list[tuple[int, int]], epoch: int, log_end: int) -> int:
+    for i, (e, _) in enumerate(entries):
+        if e == epoch:
+            return entries[i + 1][1] if i + 1 < len(entries) else log_end
+    return log_end
+
+
+def catalogue_rows() -> list[dict[str, str]]:
+    """The catalogue as plain rows (``rmqha invariants --json`` and the generated docs)."""
+    return [{"id": i.id, "statement": i.statement, "source": i.source, "layer": i.layer, "tla": i.tla,
+             "exceptions": i.exceptions} for i in CATALOGUE]

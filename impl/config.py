@@ -1,0 +1,308 @@
+"""Configuration: RocketMQ's settings with their real defaults, plus the simulator's knobs.
+
+RocketMQ settings keep their Java names in config files (``allAckInSyncStateSet``), so an engineer can
+paste values from a broker.conf; attributes are snake_case. Defaults are those of RocketMQ 5.x
+(digest §k: ``ControllerConfig``, ``BrokerConfig``, ``MessageStoreConfig``).
+
+A config file is TOML with the sections ``[cluster] [controller] [broker] [store] [network] [workload]
+[faults] [sim]``. ``load_config`` validates every key and value and raises ``ConfigError`` with one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from .codes import INT_MAX
+from .sim.faults import FAULT_KINDS
+
+
+class ConfigError(ValueError):
+    """A bad configuration value; the message is one line, fit for a user."""
+
+
+def _java(name: str, default: Any, doc: str = "") -> Any:
+    return field(default=default, metadata={"java": name, "doc": doc})
+
+
+def _sim(default: Any, doc: str = "") -> Any:
+    if default in (list, dict):
+        return field(default_factory=default, metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass
+class ControllerConfig:
+    """``common/.../ControllerConfig.java``."""
+
+    enable_elect_unclean_master: bool = _java("enableElectUncleanMaster", False)
+    scan_not_active_broker_interval: int = _java("scanNotActiveBrokerInterval", 5000)
+    scan_inactive_master_interval: int = _java("scanInactiveMasterInterval", 5000)
+    elect_master_max_retry_count: int = _java("electMasterMaxRetryCount", 3)
+    notify_broker_role_changed: bool = _java("notifyBrokerRoleChanged", True)
+    is_process_read_event: bool = _java("isProcessReadEvent", False)
+    # DLedgerController.appendToDLedgerAndWait / ControllerRequestProcessor.WAIT_TIMEOUT_OUT
+    append_wait_timeout: int = _java("dledgerAppendWaitTimeoutMs", 5000, "DLedger append wait (5 s)")
+    commit_latency_ms: int = _java("dledgerCommitLatencyMs", 2, "replication latency of one log entry")
+
+
+@dataclass
+class BrokerConfig:
+    """``common/.../BrokerConfig.java`` (controller-mode subset)."""
+
+    cluster_name: str = _java("brokerClusterName", "DefaultCluster")
+    broker_name: str = _java("brokerName", "broker-a")
+    controller_heartbeat_timeout_mills: int = _java("controllerHeartBeatTimeoutMills", 10_000)
+    broker_heartbeat_interval: int = _java("brokerHeartbeatInterval", 1000)
+    sync_broker_metadata_period: int = _java("syncBrokerMetadataPeriod", 5000)
+    check_sync_state_set_period: int = _java("checkSyncStateSetPeriod", 5000)
+    sync_controller_metadata_period: int = _java("syncControllerMetadataPeriod", 10_000)
+    broker_election_priority: int = _java("brokerElectionPriority", INT_MAX)
+    register_name_server_period: int = _java("registerNameServerPeriod", 30_000)
+    rpc_timeout: int = _java("controllerRpcTimeoutMillis", 3000, "BrokerOuterAPI invokeSync timeout")
+    enable_controller_mode: bool = _java("enableControllerMode", True)
+
+
+@dataclass
+class MessageStoreConfig:
+    """``store/.../config/MessageStoreConfig.java`` (HA and put-acknowledgement subset)."""
+
+    all_ack_in_sync_state_set: bool = _java("allAckInSyncStateSet", False)
+    in_sync_replicas: int = _java("inSyncReplicas", 1)
+    min_in_sync_replicas: int = _java("minInSyncReplicas", 1)
+    ha_max_time_slave_not_catchup: int = _java("haMaxTimeSlaveNotCatchup", 15_000)
+    ha_send_heartbeat_interval: int = _java("haSendHeartbeatInterval", 5000)
+    ha_housekeeping_interval: int = _java("haHousekeepingInterval", 20_000)
+    ha_transfer_batch_size: int = _java("haTransferBatchSize", 32 * 1024)
+    slave_timeout: int = _java("slaveTimeout", 3000)
+    sync_flush_timeout: int = _java("syncFlushTimeout", 5000)
+    flush_disk_type: str = _java("flushDiskType", "ASYNC_FLUSH")
+    flush_interval_commit_log: int = _java("flushIntervalCommitLog", 500)
+    flush_commit_log_least_pages: int = _java("flushCommitLogLeastPages", 4)
+    flush_commit_log_thorough_interval: int = _java("flushCommitLogThoroughInterval", 10_000)
+    sync_from_last_file: bool = _java("syncFromLastFile", False)
+    async_learner: bool = _java("asyncLearner", False)
+    read_uncommitted: bool = _java("readUnCommitted", False)
+    mapped_file_size_commit_log: int = _java("mappedFileSizeCommitLog", 1024 * 1024 * 1024)
+    reput_interval_ms: int = _java("reputIntervalMs", 1, "ReputMessageService poll interval (1 ms)")
+    broker_role: str = _java("brokerRole", "SYNC_MASTER", "4.x mode only: SYNC_MASTER / ASYNC_MASTER")
+    ha_max_gap_not_in_sync: int = _java("haMaxGapNotInSync", 256 * 1024 * 1024, "4.x mode only")
+
+
+@dataclass
+class ClusterConfig:
+    """The shape of the simulated deployment."""
+
+    brokers: int = _sim(3, "replicas in the broker set")
+    mode: str = _sim("controller", "'controller' (5.x AutoSwitchHA) or 'legacy' (4.x master/slave)")
+    election_priorities: list[int] = _sim(list, "per broker brokerElectionPriority (empty: default)")
+
+
+@dataclass
+class NetworkConfig:
+    """Simulated network for controller RPCs, nameserver calls and HA streams (all in ms)."""
+
+    delay_min: int = _sim(1, "one-way delay lower bound")
+    delay_max: int = _sim(5, "one-way delay upper bound")
+    drop: float = _sim(0.0, "base probability that an RPC message is lost")
+    duplicate: float = _sim(0.0, "base probability that an RPC message is delivered twice")
+    slow: float = _sim(0.0, "probability that an RPC message takes slow_delay extra (reorders)")
+    slow_delay: int = _sim(400, "extra delay of a slow RPC message")
+    connect_delay: int = _sim(2, "time to open an HA connection")
+
+
+@dataclass
+class WorkloadConfig:
+    """Producers and consumers."""
+
+    produce_interval: int = _sim(400, "mean time between two sends")
+    message_size_min: int = _sim(48, "smallest message body (bytes)")
+    message_size_max: int = _sim(600, "largest message body (bytes)")
+    send_timeout: int = _sim(3000, "producer sendMsgTimeout")
+    route_refresh: int = _sim(30_000, "producer pollNameServerInterval")
+    consume_interval: int = _sim(1000, "consumer pull period (0: no consumer)")
+
+
+@dataclass
+class FaultConfig:
+    """The fault generator: mean spacing, concurrency and relative weights of each fault kind."""
+
+    mean_interval: int = _sim(15_000, "mean time between two injected faults")
+    heal_after_min: int = _sim(2000, "shortest partition / pause before it heals")
+    heal_after_max: int = _sim(25_000, "longest partition / pause before it heals")
+    restart_after_min: int = _sim(1000, "shortest downtime of a crashed process")
+    restart_after_max: int = _sim(20_000, "longest downtime of a crashed process")
+    max_down: int = _sim(1, "brokers that may be down at the same time")
+    lose_unflushed_tail: float = _sim(0.0, "probability that a broker crash is a power loss")
+    weights: dict[str, float] = _sim(dict, "relative weight of each fault kind (see faults.py)")
+
+
+@dataclass
+class SimConfig:
+    """Run-level knobs."""
+
+    quiet_tail: int = _sim(0, "extra fault-free time at the end of a run")
+
+
+@dataclass
+class Config:
+    """Everything one simulation needs, besides its seed and fault schedule."""
+
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    controller: ControllerConfig = field(default_factory=ControllerConfig)
+    broker: BrokerConfig = field(default_factory=BrokerConfig)
+    store: MessageStoreConfig = field(default_factory=MessageStoreConfig)
+    network: NetworkConfig = field(default_factory=NetworkConfig)
+    workload: WorkloadConfig = field(default_factory=WorkloadConfig)
+    faults: FaultConfig = field(default_factory=FaultConfig)
+    sim: SimConfig = field(default_factory=SimConfig)
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """Canonical, file-style form (Java names for RocketMQ settings)."""
+        out: dict[str, dict[str, Any]] = {}
+        for sec in fields(self):
+            obj = getattr(self, sec.name)
+            out[sec.name] = {_key(f): _copy(getattr(obj, f.name)) for f in fields(obj)}
+        return out
+
+
+def _key(f: dataclasses.Field) -> str:
+    return f.metadata.get("java", f.name)
+
+
+def _copy(v: Any) -> Any:
+    if isinstance(v, dict):
+        return {k: v[k] for k in sorted(v)}
+    if isinstance(v, list):
+        return list(v)
+    return v
+
+
+SAFE = "safe"
+PROFILES: dict[str, dict[str, dict[str, Any]]] = {
+    # allAck on, unclean off: the configuration RocketMQ's deploy guide says "ensures that the message is
+    # not lost" (docs/en/controller/deploy.md). Crashes keep the page cache (kill -9, not power loss).
+    SAFE: {"store": {"allAckInSyncStateSet": True}},
+    # RocketMQ's shipped defaults: allAckInSyncStateSet=false acks after the master's own write.
+    "defaults": {},
+    "unclean": {"store": {"allAckInSyncStateSet": True}, "controller": {"enableElectUncleanMaster": True}},
+    "power-loss": {"store": {"allAckInSyncStateSet": True}, "faults": {"lose_unflushed_tail": 0.5}},
+    "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},
+    "legacy-async": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "ASYNC_MASTER"}},
+}
+
+
+def default_config(profile: str = SAFE) -> Config:
+    """The named profile applied to RocketMQ's defaults."""
+    if profile not in PROFILES:
+        raise ConfigError(f"unknown profile {profile!r} (known: {', '.join(sorted(PROFILES))})")
+    return config_from_dict(PROFILES[profile])
+
+
+def config_from_dict(data: dict[str, Any], base: Config | None = None) -> Config:
+    """Overlay ``data`` (file-style keys) on ``base`` (or the defaults), validating as it goes."""
+    cfg = dataclasses.replace(base) if base is not None else Config()
+    if base is not None:  # deep copy the sections so that base stays untouched
+        for sec in fields(cfg):
+            setattr(cfg, sec.name, dataclasses.replace(getattr(base, sec.name)))
+            obj = getattr(cfg, sec.name)
+            for f in fields(obj):
+                setattr(obj, f.name, _copy(getattr(obj, f.name)))
+    if not isinstance(data, dict):
+        raise ConfigError("config must be a table of sections")
+    sections = {f.name: f for f in fields(cfg)}
+    for sec_name, values in data.items():
+        if sec_name == "profile":
+            continue
+        if sec_name not in sections:
+            raise ConfigError(f"unknown config section [{sec_name}] (known: {', '.join(sections)})")
+        if not isinstance(values, dict):
+            raise ConfigError(f"[{sec_name}] must be a table")
+        obj = getattr(cfg, sec_name)
+        by_key = {}
+        for f in fields(obj):
+            by_key[_key(f)] = f
+            by_key[f.name] = f
+        for key, value in values.items():
+            if key not in by_key:
+                raise ConfigError(f"unknown setting {key!r} in [{sec_name}]")
+            f = by_key[key]
+            setattr(obj, f.name, _coerce(sec_name, key, f, value))
+    validate(cfg)
+    return cfg
+
+
+def _coerce(sec: str, key: str, f: dataclasses.Field, value: Any) -> Any:
+    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    where = f"[{sec}] {key}"
+    if isinstance(default, bool):
+        if not isinstance(value, bool):
+            raise ConfigError(f"{where} must be true or false, got {value!r}")
+        return value
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be an integer, got {value!r}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number, got {value!r}")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, got {value!r}")
+        return value
+    if isinstance(default, list):
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            raise ConfigError(f"{where} must be a list of integers")
+        return list(value)
+    if isinstance(default, dict):
+        if not isinstance(value, dict) or not all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+        ):
+            raise ConfigError(f"{where} must be a table of numbers")
+        return {str(k): float(v) for k, v in value.items()}
+    raise ConfigError(f"{where}: unsupported setting type")  # pragma: no cover
+
+
+def validate(cfg: Config) -> None:
+    """Cross-field checks; each failure is a one-line ``ConfigError``."""
+    checks: list[tuple[bool, str]] = [
+        (1 <= cfg.cluster.brokers <= 9, "[cluster] brokers must be between 1 and 9"),
+        (cfg.cluster.mode in ("controller", "legacy"), "[cluster] mode must be 'controller' or 'legacy'"),
+        (cfg.cluster.mode != "legacy" or cfg.cluster.brokers >= 2, "[cluster] legacy mode needs 2+ brokers"),
+        (
+            not cfg.cluster.election_priorities or len(cfg.cluster.election_priorities) == cfg.cluster.brokers,
+            "[cluster] election_priorities needs one value per broker",
+        ),
+        (0 <= cfg.network.delay_min <= cfg.network.delay_max, "[network] need 0 <= delay_min <= delay_max"),
+        (all(0.0 <= p <= 1.0 for p in (cfg.network.drop, cfg.network.duplicate, cfg.network.slow)),
+         "[network] probabilities must be in [0, 1]"),
+        (cfg.workload.produce_interval >= 0, "[workload] produce_interval must be >= 0 (0: no producer)"),
+        (8 <= cfg.workload.message_size_min <= cfg.workload.message_size_max <= 1 << 20,
+         "[workload] need 8 <= message_size_min <= message_size_max <= 1 MiB"),
+        (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
+        (cfg.faults.mean_interval > 0, "[faults] mean_interval must be positive"),
+        (0 < cfg.faults.heal_after_min <= cfg.faults.heal_after_max, "[faults] need 0 < heal_after_min <= max"),
+        (0 < cfg.faults.restart_after_min <= cfg.faults.restart_after_max,
+         "[faults] need 0 < restart_after_min <= max"),
+        (0.0 <= cfg.faults.lose_unflushed_tail <= 1.0, "[faults] lose_unflushed_tail must be in [0, 1]"),
+        (cfg.store.flush_disk_type in ("ASYNC_FLUSH", "SYNC_FLUSH"), "[store] flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH"),
+        (cfg.store.broker_role in ("SYNC_MASTER", "ASYNC_MASTER"), "[store] brokerRole must be SYNC_MASTER or ASYNC_MASTER"),
+        (cfg.store.ha_transfer_batch_size > 0, "[store] haTransferBatchSize must be positive"),
+        (cfg.store.min_in_sync_replicas >= 1, "[store] minInSyncReplicas must be >= 1"),
+        (cfg.controller.elect_master_max_retry_count >= 1, "[controller] electMasterMaxRetryCount must be >= 1"),
+        (re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cfg.broker.broker_name) is not None,
+         "[broker] brokerName must be 1-64 of [A-Za-z0-9_-]"),
+        (re.fullmatch(r"[A-Za-z0-9_-]{1,64}", cfg.broker.cluster_name) is not None,
+         "[broker] brokerClusterName must be 1-64 of [A-Za-z0-9_-]"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
+    for kind, weight in cfg.faults.weights.items():
+        if kind not in FAULT_KINDS:
+            raise ConfigError(f"[faults] unknown fault kind {kind!r} (known: {', '.join(sorted(FAULT_KINDS))})")
+        if weight < 0:
+            raise ConfigError(f"[faults] weight of {kind} must be >= 0")

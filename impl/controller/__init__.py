@@ -1,0 +1,1 @@
+"""Controller: ReplicasInfoManager, DefaultElectPolicy, heartbeat manager, DLedger-flavoured node."""

@@ -1,0 +1,379 @@
+"""The controller node: ``ControllerManager`` + ``DLedgerController`` + ``ControllerRequestProcessor``.
+
+Rules (digest §a.4, §b.0, §b.4, §b.9, §d):
+
+* Requests other than heartbeats and metadata go through one serial ``EventScheduler``: it *validates*
+  on the state it has applied (``ReplicasInfoManager``), appends the resulting events to the replicated
+  log, waits up to 5 s for them to commit, then completes the request's future. A failed or timed-out
+  append cancels the future; the entry may still commit and apply later (the DLedger GAP).
+* Committed entries apply in log order, without re-validation.
+* The request processor waits up to 5 s on the future; no answer in time gives SYSTEM_ERROR (1), even if
+  the request is still queued and will run. A SUCCESS elect is followed by ``notifyBrokerRoleChanged``.
+* A non-leader answers CONTROLLER_NOT_LEADER. A node becomes leader after an empty entry commits; only the
+  leader runs the inactive-master scan and acts on ``onBrokerInactive``.
+* Heartbeats (oneway) go to the heartbeat manager at once; a closed channel reports the broker inactive.
+  ``onBrokerInactive``: unknown id -> trigger an election; else ask replica info and trigger only when the
+  inactive broker is the master. ``triggerElectMaster`` makes up to ``electMasterMaxRetryCount`` controller
+  -triggered attempts (each may append a not-elected event: QUIRK, mE can rise by 3).
+
+The single node here stands for the whole Raft group (issue: the 3-node group is future work); the
+``slow_commit`` fault stretches commit latency the way a lagging quorum does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import bugs as B
+from ..codes import RequestCode, ResponseCode
+from ..config import ControllerConfig
+from ..rng import DetRng
+from ..runtime import Actor, Await, Command, Executor, Future, Periodic, response_to
+from .elect_policy import ElectionFailed, ElectPolicy
+from .heartbeat import BrokerHeartbeatManager
+from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager
+
+WAIT_TIMEOUT_OUT = 5000  # ControllerRequestProcessor.WAIT_TIMEOUT_OUT (s -> ms)
+TRIGGER_WAIT = 3000  # ControllerManager.triggerElectMaster: future.get(3, SECONDS)
+
+
+@dataclass
+class LogEntry:
+    """One DLedger entry: an event (``None`` for an empty proposal) and how it was validated."""
+
+    index: int
+    event: EventMessage | None
+    ctx: dict[str, Any]
+    ready_at: int
+    committed: bool = False
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class ControllerDisk:
+    """What survives a controller crash: the replicated log (DLedger keeps no snapshots)."""
+
+    entries: list[LogEntry] = field(default_factory=list)
+
+
+class ControllerNode(Actor):
+    """One controller process."""
+
+    def __init__(self, name: str, cfg: ControllerConfig, rng: DetRng, disk: ControllerDisk,
+                 bugs: frozenset[str] = frozenset(), address: str | None = None) -> None:
+        super().__init__(name, rng)
+        self.cfg = cfg
+        self.bugs = bugs
+        self.address = address or f"{name}:9878"
+        self.disk = disk
+        self.rim = ReplicasInfoManager(cfg.enable_elect_unclean_master, bugs)
+        self.heartbeats = BrokerHeartbeatManager()
+        self.leader = False
+        self.applied = 0  # number of log entries applied
+        self.extra_commit_latency = 0
+        self.extra_commit_until = -1
+        self.scheduler = Executor(self, "EventScheduler")
+        self.scan_inactive_master: Periodic | None = None
+        self.elect_policy = self._policy()
+
+    # ------------------------------------------------------------------------------- lifecycle
+
+    def start(self) -> None:
+        """Replay the log (``onSnapshotLoad`` returns false: state is rebuilt from entries), then lead."""
+        replayed = 0
+        for entry in self.disk.entries:
+            if entry.committed:
+                self._apply(entry, replay=True)
+                replayed += 1
+        self.observe("ctl.replay", entries=replayed, state=self.rim.snapshot())
+        Periodic(self, "scanNotActiveBroker", 2000, self.cfg.scan_not_active_broker_interval,
+                 self._scan_not_active_broker)
+        # uncommitted entries left by the previous incarnation commit in order on the new leader
+        for entry in self.disk.entries:
+            if not entry.committed:
+                entry.ready_at = self.now + self.cfg.commit_latency_ms
+                self.after(self.cfg.commit_latency_ms, self._advance_commit)
+        self.spawn("RoleChangeHandler", self._become_leader())
+
+    def _become_leader(self) -> Generator:
+        # RoleChangeHandler.handle(LEADER): an empty entry must commit before serving
+        while True:
+            entry = self._append([None], {"op": "leader-noop"})[-1]
+            ok = yield Await(entry.future, self.cfg.append_wait_timeout)
+            if ok:
+                break
+        self.leader = True
+        self.observe("ctl.leader", node=self.name)
+        interval = self.cfg.scan_inactive_master_interval
+        self.scan_inactive_master = Periodic(self, "scanInactiveMaster", interval, interval,
+                                             self._scan_inactive_master_and_trigger_reelect)
+
+    def _policy(self) -> ElectPolicy:
+        if B.ELECT_IGNORES_LIVENESS in self.bugs:
+            return ElectPolicy(None, self.heartbeats.get_broker_live_info)
+        return ElectPolicy(self._alive, self.heartbeats.get_broker_live_info)
+
+    def _alive(self, cluster: str, broker_name: str, broker_id: int) -> bool:
+        return self.heartbeats.is_broker_active(self.now, cluster, broker_name, broker_id)
+
+    # ------------------------------------------------------------------------------------- log
+
+    def _append(self, events: list[EventMessage | None], ctx: dict[str, Any]) -> list[LogEntry]:
+        latency = self.cfg.commit_latency_ms
+        if self.now < self.extra_commit_until:
+            latency += self.extra_commit_latency
+        out = []
+        for ev in events:
+            entry = LogEntry(len(self.disk.entries), ev, ctx, self.now + latency)
+            self.disk.entries.append(entry)
+            out.append(entry)
+        self.after(latency, self._advance_commit)
+        return out
+
+    def _advance_commit(self) -> None:
+        for entry in self.disk.entries[self.applied:]:
+            if entry.committed:
+                continue
+            if entry.ready_at > self.now:
+                break
+            entry.committed = True
+            self._apply(entry)
+            entry.future.complete(True)
+
+    def _apply(self, entry: LogEntry, replay: bool = False) -> None:
+        """``DLedgerControllerStateMachine.onApply``: one committed entry, in order."""
+        self.applied = entry.index + 1
+        if entry.event is None:
+            return
+        if replay:  # rebuilding state after a restart: these entries were checked when first applied
+            self.rim.apply_event(entry.event)
+            return
+        before = self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None)
+        self.rim.apply_event(entry.event)
+        self.observe("ctl.apply", index=entry.index, event=entry.event.to_dict(), ctx=entry.ctx, before=before,
+                     after=self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None))
+
+    def inject_slow_commit(self, extra_ms: int, duration_ms: int) -> None:
+        """Fault: appends made in the next ``duration_ms`` take ``extra_ms`` longer to commit."""
+        self.extra_commit_latency = extra_ms
+        self.extra_commit_until = self.now + duration_ms
+
+    # ---------------------------------------------------------------------------- the scheduler
+
+    def _submit(self, name: str, supplier: Callable[[], ControllerResult], is_write: bool,
+                ctx: dict[str, Any]) -> Future:
+        """``EventScheduler.appendEvent``: a future completed with the result, or cancelled (``None``)."""
+        fut = Future()
+        self.scheduler.submit(self._run_event(name, supplier, is_write, ctx, fut))
+        return fut
+
+    def _run_event(self, name: str, supplier: Callable[[], ControllerResult], is_write: bool,
+                   ctx: dict[str, Any], fut: Future) -> Generator:
+        if B.FIX_VALIDATE_AFTER_COMMIT in self.bugs:
+            while self.disk.entries and not self.disk.entries[-1].committed:
+                yield Await(self.disk.entries[-1].future, self.cfg.append_wait_timeout)
+        try:
+            result = supplier()
+        except ElectionFailed as exc:  # handler.handleException: the future fails
+            self.observe("ctl.error", op=name, error=str(exc))
+            fut.cancel()
+            return
+        ok = True
+        if is_write and result.events:
+            ctx = dict(ctx, op=name, code=int(result.code), validatedAt=self.now)
+            entries = self._append(list(result.events), ctx)
+            ok = yield Await(entries[-1].future, self.cfg.append_wait_timeout)
+        elif self.cfg.is_process_read_event:
+            entry = self._append([None], {"op": name})[-1]
+            ok = yield Await(entry.future, self.cfg.append_wait_timeout)
+        if ok:
+            fut.complete(result)
+        else:
+            self.observe("ctl.append-timeout", op=name)
+            fut.cancel()
+
+    # ------------------------------------------------------------------------ request processing
+
+    def on_request(self, src: str, cmd: Command) -> None:
+        code = cmd.code
+        if code == RequestCode.BROKER_HEARTBEAT:
+            self._handle_heartbeat(src, cmd)
+            return
+        if code == RequestCode.CONTROLLER_GET_METADATA_INFO:
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {
+                "group": "controller", "controllerLeaderId": self.name if self.leader else None,
+                "controllerLeaderAddress": self.address if self.leader else None, "isLeader": self.leader}))
+            return
+        handler = self._handlers().get(code)
+        if handler is None:
+            self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                       remark=f" request type {code} not supported"))
+            return
+        if not self.leader:  # appendEvent on a non-leader (or a stopped scheduler)
+            self.send(src, response_to(cmd, ResponseCode.CONTROLLER_NOT_LEADER,
+                                       remark="The controller is not in leader state"))
+            return
+        fut = handler(src, cmd)
+        self.spawn(f"processor-{cmd.opaque}", self._process(src, cmd, fut))
+
+    def _process(self, src: str, cmd: Command, fut: Future) -> Generator:
+        result: ControllerResult | None = yield Await(fut, WAIT_TIMEOUT_OUT)
+        if result is None:
+            self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR, remark="controller request failed"))
+            return
+        self.send(src, response_to(cmd, result.code, dict(result.header), result.body, result.remark))
+        if cmd.code == RequestCode.CONTROLLER_ELECT_MASTER and result.code == ResponseCode.SUCCESS:
+            if self.cfg.notify_broker_role_changed:
+                self.notify_broker_role_changed(result)
+
+    def _handlers(self) -> dict[int, Callable[[str, Command], Future]]:
+        return {
+            RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: self._alter,
+            RequestCode.CONTROLLER_ELECT_MASTER: self._elect,
+            RequestCode.CONTROLLER_REGISTER_BROKER: self._register,
+            RequestCode.CONTROLLER_GET_REPLICA_INFO: self._replica_info,
+            RequestCode.CONTROLLER_GET_SYNC_STATE_DATA: self._sync_state_data,
+            RequestCode.CLEAN_BROKER_DATA: self._clean,
+            RequestCode.CONTROLLER_GET_NEXT_BROKER_ID: self._next_id,
+            RequestCode.CONTROLLER_APPLY_BROKER_ID: self._apply_id,
+        }
+
+    def _alter(self, src: str, cmd: Command) -> Future:
+        h, body = cmd.header, cmd.body or {}
+        name = h["brokerName"]
+        ctx = {"requester": src, "masterBrokerId": h.get("masterBrokerId"), "masterEpoch": h.get("masterEpoch"),
+               "syncStateSetEpoch": body.get("syncStateSetEpoch"), "newSyncStateSet": body.get("syncStateSet")}
+        return self._submit("alterSyncStateSet", lambda: self.rim.alter_sync_state_set(
+            name, h.get("masterBrokerId"), h.get("masterEpoch"), body.get("syncStateSet", []),
+            body.get("syncStateSetEpoch"), self._alive), True, ctx)
+
+    def _elect(self, src: str, cmd: Command) -> Future:
+        h = cmd.header
+        return self.elect_master(h["brokerName"], h.get("brokerId", -1), bool(h.get("designateElect", False)),
+                                 h.get("clusterName", ""), requester=src)
+
+    def elect_master(self, broker_name: str, broker_id: int | None, designate: bool, cluster: str = "",
+                     requester: str = "controller") -> Future:
+        """``Controller.electMaster``; the validation context records who was alive."""
+
+        def supplier() -> ControllerResult:
+            result = self.rim.elect_master(broker_name, broker_id, designate, self.elect_policy, cluster)
+            ctx_alive.update(self._alive_snapshot(broker_name))
+            return result
+
+        ctx_alive: dict[str, bool] = {}
+        ctx = {"requester": requester, "brokerId": broker_id, "designateElect": designate, "alive": ctx_alive,
+               "unclean": self.cfg.enable_elect_unclean_master}
+        return self._submit("electMaster", supplier, True, ctx)
+
+    def _alive_snapshot(self, broker_name: str) -> dict[str, bool]:
+        replicas = self.rim.replica_info_table.get(broker_name)
+        if replicas is None:
+            return {}
+        return {str(i): self._alive(replicas.cluster_name, broker_name, i) for i in sorted(replicas.broker_id_info)}
+
+    def _register(self, src: str, cmd: Command) -> Future:
+        h = cmd.header
+        return self._submit("registerSuccess", lambda: self.rim.register_broker(
+            h.get("clusterName", ""), h["brokerName"], h["brokerId"], h["brokerAddress"], self._alive), True,
+            {"requester": src})
+
+    def _replica_info(self, src: str, cmd: Command) -> Future:
+        name = cmd.header["brokerName"]
+        return self._submit("getReplicaInfo", lambda: self.rim.get_replica_info(name), False, {})
+
+    def _sync_state_data(self, src: str, cmd: Command) -> Future:
+        names = list((cmd.body or {}).get("brokerNames", []))
+        return self._submit("getSyncStateData", lambda: self.rim.get_sync_state_data(names, self._alive), False, {})
+
+    def _clean(self, src: str, cmd: Command) -> Future:
+        h = cmd.header
+        return self._submit("cleanBrokerData", lambda: self.rim.clean_broker_data(
+            h.get("clusterName"), h["brokerName"], h.get("brokerControllerIdsToClean"),
+            bool(h.get("isCleanLivingBroker", False)), self._alive), True, {"requester": src})
+
+    def _next_id(self, src: str, cmd: Command) -> Future:
+        h = cmd.header
+        return self._submit("getNextBrokerId", lambda: self.rim.get_next_broker_id(h.get("clusterName", ""),
+                                                                                    h["brokerName"]), False, {})
+
+    def _apply_id(self, src: str, cmd: Command) -> Future:
+        h = cmd.header
+        return self._submit("applyBrokerId", lambda: self.rim.apply_broker_id(
+            h.get("clusterName", ""), h["brokerName"], h["appliedBrokerId"], h["registerCheckCode"]), True,
+            {"requester": src})
+
+    # --------------------------------------------------------------------------------- heartbeats
+
+    def _handle_heartbeat(self, src: str, cmd: Command) -> None:
+        h = cmd.header
+        if h.get("brokerId") is None:  # CONTROLLER_INVALID_REQUEST; a oneway caller never sees it
+            return
+        self.heartbeats.on_broker_heartbeat(
+            self.now, h.get("clusterName", ""), h["brokerName"], h.get("brokerAddr", ""), h.get("brokerId"),
+            h.get("heartbeatTimeoutMills"), src, h.get("epoch"), h.get("maxOffset"), h.get("confirmOffset"),
+            h.get("electionPriority"))
+
+    def on_channel_closed(self, peer: str) -> None:
+        ident = self.heartbeats.on_broker_channel_close(peer)
+        if ident is not None:
+            self.on_broker_inactive(*ident)
+
+    def _scan_not_active_broker(self) -> Generator:
+        for ident in self.heartbeats.scan_not_active_broker(self.now):
+            self.on_broker_inactive(*ident)
+        return
+        yield  # pragma: no cover - makes this a generator
+
+    def _scan_inactive_master_and_trigger_reelect(self) -> Generator:
+        if self.leader:
+            for name in self.rim.scan_need_reelect_broker_sets(self._alive):
+                self.on_broker_inactive(None, name, None)
+        return
+        yield  # pragma: no cover
+
+    def on_broker_inactive(self, cluster: str | None, broker_name: str, broker_id: int | None) -> None:
+        """``ControllerManager.onBrokerInactive``."""
+        if not self.leader:
+            return
+        self.observe("ctl.inactive", brokerName=broker_name, brokerId=broker_id)
+        if broker_id is None:
+            self.spawn("triggerElectMaster", self._trigger_elect_master(broker_name))
+            return
+        fut = self._submit("getReplicaInfo", lambda: self.rim.get_replica_info(broker_name), False, {})
+
+        def done(result: ControllerResult | None) -> None:
+            if result is None or result.code != ResponseCode.SUCCESS:
+                return
+            if result.header.get("masterBrokerId") != broker_id:
+                return
+            self.spawn("triggerElectMaster", self._trigger_elect_master(broker_name))
+
+        fut.add_done_callback(done)
+
+    def _trigger_elect_master(self, broker_name: str) -> Generator:
+        for _ in range(self.cfg.elect_master_max_retry_count):
+            fut = self.elect_master(broker_name, -1, False, "")
+            result: ControllerResult | None = yield Await(fut, TRIGGER_WAIT)
+            if result is not None and result.code == ResponseCode.SUCCESS:
+                if self.cfg.notify_broker_role_changed:
+                    self.notify_broker_role_changed(result)
+                return
+
+    def notify_broker_role_changed(self, result: ControllerResult) -> None:
+        """``notifyBrokerRoleChanged``: a oneway to every alive member of the set."""
+        body = result.body or {}
+        group = body.get("brokerMemberGroup")
+        master = result.header.get("masterBrokerId")
+        if group is None or master is None:
+            return
+        header = {"masterAddress": result.header.get("masterAddress"), "masterBrokerId": master,
+                  "masterEpoch": result.header.get("masterEpoch"),
+                  "syncStateSetEpoch": result.header.get("syncStateSetEpoch")}
+        sss = {"syncStateSet": body.get("syncStateSet", []), "syncStateSetEpoch": result.header.get("syncStateSetEpoch")}
+        for bid, addr in sorted(group["brokerAddrs"].items()):
+            if self._alive(group["cluster"], group["brokerName"], int(bid)) and addr:
+                self.send(addr.split(":")[0], Command(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, 0, dict(header),
+                                                      dict(sss), oneway=True))

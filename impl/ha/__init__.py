@@ -1,0 +1,1 @@
+"""AutoSwitch HA: frames, client (slave), connection (master), service."""

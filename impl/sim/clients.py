@@ -1,0 +1,145 @@
+"""Clients: a producer, a consumer and an admin tool. Their calls and outcomes are the client history.
+
+* Producer (``DefaultMQProducer`` sync send, one attempt per message): sends to the master its cached route
+  names (refreshed every ``route_refresh`` ms and after a failed send); waits ``send_timeout`` ms; the
+  outcome is the broker's status, ``TIMEOUT`` (unknown), or ``NO_ROUTE``.
+* Consumer: pulls the master's dispatched messages from a queue offset, in order, every
+  ``consume_interval`` ms; everything it receives is *seen*.
+* Admin (``mqadmin electMaster`` / ``cleanBrokerData``): one-shot controller calls.
+
+Each invocation and outcome is observed (``client.*``) so the checkers and the trace see the history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+from ..codes import RequestCode, ResponseCode
+from ..config import WorkloadConfig
+from ..rng import DetRng
+from ..runtime import Actor, Call, Command, Periodic
+
+
+class ProducerNode(Actor):
+    def __init__(self, name: str, cfg: WorkloadConfig, broker_name: str, nameserver: str, rng: DetRng) -> None:
+        super().__init__(name, rng)
+        self.cfg = cfg
+        self.broker_name = broker_name
+        self.nameserver = nameserver
+        self.master: str | None = None
+        self.seq = 0
+        self.in_flight = 0
+        self._refreshing = False
+
+    def start(self) -> None:
+        Periodic(self, "updateTopicRouteInfoFromNameServer", 10, self.cfg.route_refresh, self._refresh_route)
+        if self.cfg.produce_interval > 0:
+            self.after(self.rng.exp_ms(self.cfg.produce_interval), self._auto_send)
+
+    def _auto_send(self) -> None:
+        self.produce(1)
+        self.after(self.rng.exp_ms(self.cfg.produce_interval), self._auto_send)
+
+    def produce(self, count: int = 1, size: int | None = None) -> list[str]:
+        keys = []
+        for _ in range(count):
+            self.seq += 1
+            key = f"{self.name}-{self.seq}"
+            body = size if size is not None else self.rng.between(self.cfg.message_size_min, self.cfg.message_size_max)
+            keys.append(key)
+            self.spawn("send", self._send(key, body))
+        return keys
+
+    def _send(self, key: str, body: int) -> Generator:
+        target = self.master
+        self.observe("client.send", key=key, target=target)
+        if target is None:
+            self.observe("client.send-result", key=key, status="NO_ROUTE", target=None)
+            self._kick_refresh()
+            return
+        self.in_flight += 1
+        resp = yield Call(target, Command(RequestCode.SEND_MESSAGE, 0, {"key": key, "bodySize": body,
+                                                                        "brokerName": self.broker_name}),
+                          self.cfg.send_timeout)
+        self.in_flight -= 1
+        if resp is None:
+            self.observe("client.send-result", key=key, status="TIMEOUT", target=target)
+            self._kick_refresh()
+            return
+        status = resp.header.get("status", f"CODE_{resp.code}")
+        self.observe("client.send-result", key=key, status=status, target=target, offset=resp.header.get("offset"))
+        if resp.code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.FLUSH_DISK_TIMEOUT):
+            self._kick_refresh()
+
+    def _kick_refresh(self) -> None:
+        if not self._refreshing:
+            self.spawn("refreshRoute", self._refresh_route())
+
+    def _refresh_route(self) -> Generator:
+        if self._refreshing:
+            return
+        self._refreshing = True
+        resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
+                                                   {"brokerName": self.broker_name}), 3000)
+        self._refreshing = False
+        if resp is not None and resp.code == ResponseCode.SUCCESS:
+            addr = resp.header.get("masterAddr")
+            self.master = addr.split(":")[0] if addr else None
+
+
+class ConsumerNode(Actor):
+    def __init__(self, name: str, cfg: WorkloadConfig, broker_name: str, nameserver: str, rng: DetRng) -> None:
+        super().__init__(name, rng)
+        self.cfg = cfg
+        self.broker_name = broker_name
+        self.nameserver = nameserver
+        self.queue_offset = 0
+        self.master: str | None = None
+
+    def start(self) -> None:
+        if self.cfg.consume_interval > 0:
+            Periodic(self, "pull", self.cfg.consume_interval, self.cfg.consume_interval, self._pull)
+            Periodic(self, "route", 10, self.cfg.route_refresh, self._route)
+
+    def _route(self) -> Generator:
+        resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
+                                                   {"brokerName": self.broker_name}), 3000)
+        if resp is not None and resp.code == ResponseCode.SUCCESS:
+            addr = resp.header.get("masterAddr")
+            self.master = addr.split(":")[0] if addr else None
+
+    def _pull(self) -> Generator:
+        target = self.master
+        if target is None:
+            yield from self._route()
+            return
+        resp = yield Call(target, Command(RequestCode.PULL_MESSAGE, 0, {"queueOffset": self.queue_offset}), 3000)
+        if resp is None:
+            yield from self._route()
+            return
+        if resp.code != ResponseCode.SUCCESS:
+            return
+        confirm = resp.header.get("confirmOffset", -1)
+        for key, offset, size in resp.body or []:
+            self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm)
+        self.queue_offset = resp.header.get("nextQueueOffset", self.queue_offset)
+
+
+class AdminNode(Actor):
+    """``mqadmin``: each call is one controller request; the answer is observed."""
+
+    def __init__(self, name: str, controller: str, rng: DetRng) -> None:
+        super().__init__(name, rng)
+        self.controller = controller
+
+    def start(self) -> None:
+        pass
+
+    def call(self, code: RequestCode, header: dict[str, Any], body: Any = None) -> None:
+        self.spawn("admin", self._call(code, header, body))
+
+    def _call(self, code: RequestCode, header: dict[str, Any], body: Any) -> Generator:
+        resp = yield Call(self.controller, Command(code, 0, header, body), 5000)
+        self.observe("admin.result", code=int(code), request=header,
+                     response=None if resp is None else {"code": int(resp.code), "header": resp.header})

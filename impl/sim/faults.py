@@ -1,0 +1,233 @@
+"""Fault generation: composite fault kinds drawn by weight, expanded into primitive, replayable actions.
+
+A run's faults are a list of *actions* at simulated times: ``crash``/``restart``, ``partition``/``heal``
+(directed links), ``pause``/``resume``, ``break-ha``, ``net`` (a lossy window for RPCs), ``slow-commit``
+(controller appends commit late: the reply times out, the event still applies), ``admin-elect`` and, for
+scripted scenarios, ``produce``. In *generated* mode the generator draws the next fault lazily from its
+own RNG stream; every action taken is written to the trace, so a trace can be turned into an *explicit*
+schedule (``explicit_from_trace``) and replayed or shrunk without the generator.
+
+Only perturbations are bounded (``max_down`` brokers down at once, one fault at a time per target); healing
+is never bounded: every crash restarts and every partition heals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..rng import DetRng
+
+if TYPE_CHECKING:
+    from ..config import FaultConfig
+
+FAULT_KINDS: dict[str, str] = {
+    "crash-broker": "kill -9 a random broker (power loss with probability lose_unflushed_tail), restart later",
+    "crash-master": "kill -9 the broker that believes it is master, restart later",
+    "crash-controller": "kill -9 the controller (its log survives), restart later",
+    "isolate-broker": "cut a random broker from every other node, both directions, heal later",
+    "isolate-master": "cut the master from every other node, heal later",
+    "partition-controller": "cut one broker from the controller, both directions, heal later",
+    "partition-oneway": "drop one direction between a broker and another broker or the controller",
+    "partition-brokers": "cut two brokers from each other (HA and nothing else), heal later",
+    "partition-halves": "split controller and brokers into two sides, heal later",
+    "break-ha": "close every HA connection of a random broker",
+    "lossy-network": "for a while, drop / duplicate / delay controller RPCs",
+    "slow-commit": "for a while, controller appends commit after the 5 s wait (lost reply, event applies)",
+    "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
+    "admin-elect": "mqadmin electMaster, designating a random broker or none",
+}
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "crash-broker": 2.0, "crash-master": 3.0, "crash-controller": 0.7, "isolate-broker": 1.0,
+    "isolate-master": 1.5, "partition-controller": 1.5, "partition-oneway": 1.0, "partition-brokers": 1.0,
+    "partition-halves": 0.7, "break-ha": 1.0, "lossy-network": 1.0, "slow-commit": 0.5, "pause-broker": 1.0,
+    "admin-elect": 0.7,
+}
+
+PRIMITIVES = ("crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
+              "admin-elect", "produce", "clean")
+
+Action = dict[str, Any]
+
+
+class WorldView:
+    """What the generator may ask about the cluster (implemented by the simulation)."""
+
+    brokers: list[str]
+    controller: str
+
+    def is_up(self, node: str) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def is_paused(self, node: str) -> bool:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def believed_master(self) -> str | None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def broker_id(self, node: str) -> int | None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+class FaultGenerator:
+    """Draws composite faults; ``next_actions(now)`` returns primitive actions with their follow-ups."""
+
+    def __init__(self, cfg: FaultConfig, rng: DetRng) -> None:
+        self.cfg = cfg
+        self.rng = rng
+        weights = dict(DEFAULT_WEIGHTS)
+        weights.update(cfg.weights)
+        self.weights = [(k, weights[k]) for k in FAULT_KINDS if weights.get(k, 0) > 0]
+        self.busy: set[str] = set()  # nodes with a pending heal/restart/resume
+        self.seq = 0
+
+    def first_time(self, now: int) -> int:
+        return now + self.rng.exp_ms(self.cfg.mean_interval)
+
+    def draw(self, now: int, world: WorldView) -> list[Action]:
+        """Actions for one composite fault at ``now`` (possibly none if nothing applies)."""
+        if not self.weights:
+            return []
+        for _ in range(8):  # a few draws: some kinds do not apply to the current state
+            kind = self.rng.weighted(self.weights)
+            actions = self._make(kind, now, world)
+            if actions:
+                for a in actions:
+                    a["fault"] = kind
+                return actions
+        return []
+
+    # ---- helpers
+    def _heal_at(self, now: int) -> int:
+        return now + self.rng.between(self.cfg.heal_after_min, self.cfg.heal_after_max)
+
+    def _restart_at(self, now: int) -> int:
+        return now + self.rng.between(self.cfg.restart_after_min, self.cfg.restart_after_max)
+
+    def _down(self, world: WorldView) -> int:
+        return sum(1 for b in world.brokers if not world.is_up(b) or world.is_paused(b) or b in self.busy)
+
+    def _free_brokers(self, world: WorldView) -> list[str]:
+        return [b for b in world.brokers if world.is_up(b) and not world.is_paused(b) and b not in self.busy]
+
+    def _pid(self) -> str:
+        self.seq += 1
+        return f"f{self.seq}"
+
+    def _partition(self, now: int, links: list[list[str]], nodes: list[str]) -> list[Action]:
+        pid = self._pid()
+        self.busy.update(nodes)
+        return [{"t": now, "do": "partition", "id": pid, "links": links},
+                {"t": self._heal_at(now), "do": "heal", "id": pid, "release": nodes}]
+
+    def _make(self, kind: str, now: int, world: WorldView) -> list[Action]:
+        free = self._free_brokers(world)
+        ctl = world.controller
+        rng = self.rng
+        if kind in ("crash-broker", "crash-master", "pause-broker"):
+            if self._down(world) >= self.cfg.max_down:
+                return []
+            if kind == "crash-master":
+                m = world.believed_master()
+                target = m if m in free else None
+            else:
+                target = rng.choice(free) if free else None
+            if target is None:
+                return []
+            self.busy.add(target)
+            if kind == "pause-broker":
+                return [{"t": now, "do": "pause", "node": target},
+                        {"t": self._heal_at(now), "do": "resume", "node": target, "release": [target]}]
+            power = rng.chance(self.cfg.lose_unflushed_tail)
+            return [{"t": now, "do": "crash", "node": target, "powerLoss": power},
+                    {"t": self._restart_at(now), "do": "restart", "node": target, "release": [target]}]
+        if kind == "crash-controller":
+            if not world.is_up(ctl) or ctl in self.busy:
+                return []
+            self.busy.add(ctl)
+            return [{"t": now, "do": "crash", "node": ctl, "powerLoss": False},
+                    {"t": self._restart_at(now), "do": "restart", "node": ctl, "release": [ctl]}]
+        if kind in ("isolate-broker", "isolate-master"):
+            target = world.believed_master() if kind == "isolate-master" else (rng.choice(free) if free else None)
+            if target is None or target not in free:
+                return []
+            others = [n for n in [ctl, *world.brokers] if n != target]
+            links = [[target, o] for o in others] + [[o, target] for o in others]
+            return self._partition(now, links, [target])
+        if kind == "partition-controller":
+            if not free:
+                return []
+            b = rng.choice(free)
+            return self._partition(now, [[b, ctl], [ctl, b]], [b])
+        if kind == "partition-oneway":
+            if not free:
+                return []
+            b = rng.choice(free)
+            other = rng.choice([n for n in [ctl, *world.brokers] if n != b])
+            link = [b, other] if rng.chance(0.5) else [other, b]
+            return self._partition(now, [link], [b])
+        if kind == "partition-brokers":
+            if len(free) < 2:
+                return []
+            a = rng.choice(free)
+            b = rng.choice([x for x in free if x != a])
+            return self._partition(now, [[a, b], [b, a]], [a, b])
+        if kind == "partition-halves":
+            nodes = [ctl, *world.brokers]
+            if any(n in self.busy for n in nodes):
+                return []
+            side = [n for n in nodes if rng.chance(0.5)]
+            if not side or len(side) == len(nodes):
+                return []
+            other = [n for n in nodes if n not in side]
+            links = [[a, b] for a in side for b in other] + [[b, a] for a in side for b in other]
+            return self._partition(now, links, nodes)
+        if kind == "break-ha":
+            if not free:
+                return []
+            return [{"t": now, "do": "break-ha", "node": rng.choice(free)}]
+        if kind == "lossy-network":
+            return [{"t": now, "do": "net", "drop": rng.choice([0.1, 0.3, 0.6]), "dup": rng.choice([0.0, 0.1, 0.3]),
+                     "slow": rng.choice([0.0, 0.2, 0.5]), "until": self._heal_at(now)}]
+        if kind == "slow-commit":
+            if not world.is_up(ctl):
+                return []
+            return [{"t": now, "do": "slow-commit", "extra": rng.between(5500, 9000),
+                     "duration": rng.between(1000, 8000)}]
+        if kind == "admin-elect":
+            ids = [world.broker_id(b) for b in world.brokers]
+            ids = [i for i in ids if i is not None]
+            target = rng.choice(ids) if ids and rng.chance(0.8) else None
+            return [{"t": now, "do": "admin-elect", "brokerId": target}]
+        raise ValueError(f"unknown fault kind {kind}")  # pragma: no cover
+
+    def release(self, nodes: list[str]) -> None:
+        self.busy.difference_update(nodes)
+
+
+def explicit_from_trace(lines: list[dict[str, Any]]) -> list[Action]:
+    """The primitive actions a generated run took, as an explicit schedule (for shrinking and replay)."""
+    out: list[Action] = []
+    for line in lines:
+        act = line.get("act")
+        if act is not None:
+            out.append({k: v for k, v in act.items() if k != "release"})
+    return out
+
+
+def validate_actions(actions: Any, known_nodes: Callable[[str], bool]) -> list[Action]:
+    """Check an explicit schedule from a file; raise ``ValueError`` with one line on the first problem."""
+    if not isinstance(actions, list):
+        raise ValueError("faults.events must be a list of actions")
+    prev = 0
+    for i, a in enumerate(actions):
+        if not isinstance(a, dict) or not isinstance(a.get("t"), int) or a.get("do") not in PRIMITIVES:
+            raise ValueError(f"fault action #{i} needs an integer 't' and 'do' in {', '.join(PRIMITIVES)}")
+        if a["t"] < prev:
+            raise ValueError(f"fault action #{i} is earlier than the one before it")
+        prev = a["t"]
+        node = a.get("node")
+        if node is not None and not known_nodes(node):
+            raise ValueError(f"fault action #{i} names unknown node {node!r}")
+    return actions

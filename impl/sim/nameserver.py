@@ -1,0 +1,69 @@
+"""A minimal nameserver: ``RouteInfoManager.registerBroker`` and the route lookup producers use.
+
+Rules (``namesrv/.../routeinfo/RouteInfoManager.java``):
+
+* ``brokerAddrs`` maps a brokerId (0 = master, else the controller id) to an address; registering drops
+  other ids held by the same address (a slave turning master moves from <id> to <0>).
+* A registration that would replace a *different* address at the same id is ignored when the address
+  already there registered a higher ``stateVersion`` (the masterEpoch): the higher master epoch wins.
+* A slave's registration answers with the master's HA address and address, when the master is live.
+* A closed channel (the broker process died) removes that broker's entries.
+"""
+
+from __future__ import annotations
+
+from ..codes import MASTER_ID, RequestCode, ResponseCode
+from ..rng import DetRng
+from ..runtime import Actor, Command, response_to
+
+
+class NameServerNode(Actor):
+    def __init__(self, name: str, rng: DetRng) -> None:
+        super().__init__(name, rng)
+        self.broker_addrs: dict[str, dict[int, str]] = {}  # brokerName -> id -> addr
+        self.live: dict[str, tuple[int, str, str]] = {}  # addr -> (stateVersion, haServerAddr, node)
+
+    def start(self) -> None:
+        pass
+
+    def on_request(self, src: str, cmd: Command) -> None:
+        if cmd.code == RequestCode.REGISTER_BROKER:
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, self._register(src, cmd.header)))
+        elif cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
+            name = cmd.header["brokerName"]
+            addrs = self.broker_addrs.get(name, {})
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"brokerName": name,
+                                                                   "masterAddr": addrs.get(MASTER_ID),
+                                                                   "brokerAddrs": {str(k): v for k, v in sorted(addrs.items())}}))
+        elif not cmd.oneway:
+            self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
+
+    def _register(self, src: str, h: dict) -> dict:
+        name, addr, bid, version = h["brokerName"], h["brokerAddr"], h["brokerId"], h.get("stateVersion", 0)
+        addrs = self.broker_addrs.setdefault(name, {})
+        for k in [k for k, v in addrs.items() if v == addr and k != bid]:
+            del addrs[k]
+        old = addrs.get(bid)
+        if old is not None and old != addr and old in self.live and self.live[old][0] > version:
+            self.live.pop(addr, None)
+            self.observe("ns.reject", brokerName=name, brokerId=bid, addr=addr, version=version,
+                         holder=old, holderVersion=self.live[old][0])
+            return {}
+        addrs[bid] = addr
+        self.live[addr] = (version, h.get("haServerAddr", ""), src)
+        self.observe("ns.register", brokerName=name, brokerId=bid, addr=addr, version=version)
+        result: dict = {}
+        if bid != MASTER_ID:
+            master = addrs.get(MASTER_ID)
+            if master is not None and master in self.live:
+                result = {"haServerAddr": self.live[master][1], "masterAddr": master}
+        return result
+
+    def on_channel_closed(self, peer: str) -> None:
+        """``onChannelDestroy``: forget every address the dead process registered."""
+        gone = [a for a, (_, _, node) in self.live.items() if node == peer]
+        for addr in gone:
+            del self.live[addr]
+            for addrs in self.broker_addrs.values():
+                for k in [k for k, v in addrs.items() if v == addr]:
+                    del addrs[k]

@@ -1,0 +1,58 @@
+"""Run one simulation from its inputs, or again from a trace header (replay)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..bugs import check_names
+from ..config import Config, ConfigError, config_from_dict
+from ..trace import TraceRecorder
+from .faults import Action
+from .world import Simulation, Violation
+
+
+@dataclass
+class RunResult:
+    seed: int
+    steps: int
+    sim_time: int
+    violation: Violation | None
+    digest: str | None
+    text: str | None
+    coverage: dict[str, int]
+
+
+def header_for(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: list[Action] | None,
+               max_time: int | None = None, profile: str | None = None) -> dict[str, Any]:
+    return {"seed": seed, "maxSteps": steps, "maxTime": max_time, "bugs": sorted(bugs), "profile": profile,
+            "config": cfg.to_dict(),
+            "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
+
+
+def run(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
+        schedule: list[Action] | None = None, max_time: int | None = None, profile: str | None = None,
+        record: bool = True, keep: bool = True) -> RunResult:
+    """One seeded run. ``record=False`` skips the trace entirely (fastest, no digest)."""
+    switches = check_names(list(bugs))
+    recorder = TraceRecorder(header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile), keep) \
+        if record else None
+    sim = Simulation(cfg, seed, bugs=switches, schedule=schedule, max_steps=steps, max_time=max_time,
+                     recorder=recorder)
+    violation = sim.run()
+    return RunResult(seed, sim.step, sim.now, violation, recorder.digest() if recorder else None,
+                     recorder.text() if recorder and keep else None, dict(sim.checker.coverage.counts))
+
+
+def run_header(header: dict[str, Any], keep: bool = True) -> RunResult:
+    """Re-run exactly what a trace header describes."""
+    try:
+        cfg = config_from_dict(header["config"])
+    except ConfigError as exc:
+        raise ValueError(f"trace config: {exc}") from None
+    faults = header["faults"]
+    if not isinstance(faults, dict) or faults.get("mode") not in ("generated", "explicit"):
+        raise ValueError("trace header: faults.mode must be 'generated' or 'explicit'")
+    schedule = None if faults["mode"] == "generated" else list(faults.get("events", []))
+    return run(cfg, int(header["seed"]), int(header["maxSteps"]), bugs=list(header.get("bugs", [])),
+               schedule=schedule, max_time=header.get("maxTime"), profile=header.get("profile"), keep=keep)

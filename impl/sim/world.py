@@ -1,0 +1,594 @@
+"""The deterministic simulator: a virtual clock, a network, crashes, and a checker after every step.
+
+Theory of operation. Every node is a sans-IO actor (``impl/runtime.py``). The simulator keeps one heap of
+timed events (message deliveries, timers, HA stream chunks, fault actions), ordered by (time, sequence
+number). A *step* pops one event, hands it to its node, drains the node's effects (scheduling the messages,
+timers and stream writes they ask for) and runs the invariant checker. Every random choice comes from
+named streams forked from the one seed (``impl/rng.py``), so a seed, a config and a fault schedule give the
+same run, step for step, in any process.
+
+The network:
+
+* RPCs (controller, nameserver, clients) travel as whole messages, with a delay in
+  ``[delay_min, delay_max]``, and may be dropped, duplicated or slowed (which reorders them). A directed
+  partition drops them. A message to a process that restarted since it was sent is lost, as is a reply
+  to a caller that restarted.
+* HA streams are in-order byte streams per direction (TCP): a partition holds bytes back until it heals;
+  a close (FIN) travels behind the data. A crash closes every stream of the process; the peer learns of it
+  when the FIN gets through. Connecting to a partitioned address times out after 3 s; to a dead one it is
+  refused at once.
+* A crashed broker's remoting channels close: the controller and the nameserver learn of it (unless a
+  partition hides it, in which case only the heartbeat timeout will tell).
+
+Crashes keep what the process had on disk (``BrokerDisk``, ``ControllerDisk``); a power loss also drops
+the unflushed tail. A paused process (SIGSTOP) receives nothing until it resumes; its events then run in order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import bugs as B
+from ..broker.broker import BrokerNode
+from ..codes import RequestCode
+from ..config import Config
+from ..controller.node import ControllerDisk, ControllerNode
+from ..rng import DetRng
+from ..runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe, Send, SetTimer
+from ..store.disk import BrokerDisk
+from .clients import AdminNode, ConsumerNode, ProducerNode
+from .faults import Action, FaultGenerator, WorldView
+from .nameserver import NameServerNode
+
+CONNECT_TIMEOUT = 3000
+
+# heap event kinds
+MSG, TIMER, HA, HA_OPEN, HA_RESULT, CHAN, ACT, GEN, REPLAY = range(9)
+
+
+@dataclass
+class Stream:
+    conn: int
+    a: str  # the connecting (slave) side
+    b: str  # the accepting side
+    a_inc: int
+    b_inc: int
+    open_a: bool = True
+    open_b: bool = True
+    last: list[int] = field(default_factory=lambda: [0, 0])
+    held: list[list[bytes | None]] = field(default_factory=lambda: [[], []])
+
+    def ends(self, direction: int) -> tuple[str, str]:
+        return (self.a, self.b) if direction == 0 else (self.b, self.a)
+
+
+@dataclass
+class Violation:
+    invariant: str
+    step: int
+    time: int
+    message: str
+    state: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"invariant": self.invariant, "step": self.step, "t": self.time, "message": self.message,
+                "state": self.state}
+
+
+class Simulation(WorldView):
+    """One run. ``run()`` returns the first violation (or ``None``); ``trace`` holds the recorded lines."""
+
+    def __init__(self, cfg: Config, seed: int, *, bugs: frozenset[str] = frozenset(),
+                 schedule: list[Action] | None = None, max_steps: int = 20_000, max_time: int | None = None,
+                 recorder: Any = None, checker_factory: Callable[[Simulation], Any] | None = None) -> None:
+        self.cfg = cfg
+        self.seed = seed
+        self.bugs = bugs
+        self.max_steps = max_steps
+        self.max_time = max_time
+        root = DetRng(seed)
+        self._root = root
+        self.rng_net = root.fork("network")
+        self.now = 0
+        self.step = 0
+        self._seq = 0
+        self._heap: list[tuple] = []
+        self.controller = "ctl"
+        self.nameserver = "ns"
+        self.brokers = [f"b{i + 1}" for i in range(cfg.cluster.brokers)]
+        self.clients = ["p1", "c1", "admin"]
+        self.all_nodes = [self.nameserver, self.controller, *self.brokers, *self.clients]
+        self.disks = {b: BrokerDisk() for b in self.brokers}
+        self.ctl_disk = ControllerDisk()
+        self.nodes: dict[str, Actor | None] = {}
+        self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
+        self.up: dict[str, bool] = {n: False for n in self.all_nodes}
+        self.paused: dict[str, list[tuple]] = {}
+        self.replaying: set[str] = set()
+        self.partitions: dict[str, list[tuple[str, str]]] = {}
+        self.blocked: dict[tuple[str, str], int] = {}
+        self.net_window = (0.0, 0.0, 0.0, -1)
+        self.streams: dict[int, Stream] = {}
+        self._next_conn = 0
+        self.violation: Violation | None = None
+        self.recorder = recorder
+        self._step_obs: list[dict[str, Any]] = []
+        self.touched: set[str] = set()  # nodes that handled something this step (for the checker)
+        self.acted = False  # a fault action ran this step
+        self._step_event: dict[str, Any] | None = None
+        self.generator: FaultGenerator | None = None
+        self.explicit = schedule is not None
+        if schedule is None:
+            self.generator = FaultGenerator(cfg.faults, root.fork("faults"))
+            self._push(self.generator.first_time(0), GEN, None)
+        else:
+            for action in schedule:
+                self._push(action["t"], ACT, dict(action))
+        from ..catalogue import Checker  # the checker reads the world; the world only calls it
+
+        self.checker = checker_factory(self) if checker_factory is not None else Checker(self)
+        self._boot()
+
+    # ------------------------------------------------------------------------------------ nodes
+
+    def _node_rng(self, name: str) -> DetRng:
+        return self._root.fork(f"node:{name}:{self.inc[name]}")
+
+    def _make(self, name: str) -> Actor:
+        cfg = self.cfg
+        rng = self._node_rng(name)
+        if name == self.controller:
+            return ControllerNode(name, cfg.controller, rng, self.ctl_disk, self.bugs)
+        if name == self.nameserver:
+            return NameServerNode(name, rng)
+        if name in self.disks:
+            idx = self.brokers.index(name)
+            prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
+            if cfg.cluster.mode == "legacy":
+                from ..broker.legacy import LegacyBrokerNode
+
+                return LegacyBrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, self.nameserver,
+                                        master=(idx == 0), master_name=self.brokers[0])
+            return BrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, [self.controller], self.nameserver,
+                              self.bugs, prio)
+        if name == "p1":
+            return ProducerNode(name, cfg.workload, cfg.broker.broker_name, self.nameserver, rng)
+        if name == "c1":
+            return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, self.nameserver, rng)
+        if name == "admin":
+            return AdminNode(name, self.controller, rng)
+        raise ValueError(name)  # pragma: no cover
+
+    def _start(self, name: str) -> None:
+        node = self._make(name)
+        self.nodes[name] = node
+        self.up[name] = True
+        node.now = self.now
+        node.start()  # type: ignore[attr-defined]
+        self._drain(node)
+
+    def _boot(self) -> None:
+        self._step_event = {"ev": "boot"}
+        for name in self.all_nodes:
+            if self.cfg.cluster.mode == "legacy" and name in (self.controller,):
+                continue
+            self._start(name)
+        self._finish_step()
+
+    # -------------------------------------------------------------------------------- WorldView
+
+    def is_up(self, node: str) -> bool:
+        return self.up.get(node, False)
+
+    def is_paused(self, node: str) -> bool:
+        return node in self.paused
+
+    def broker(self, name: str) -> BrokerNode | None:
+        node = self.nodes.get(name)
+        return node if self.up.get(name) else None  # type: ignore[return-value]
+
+    def controller_node(self) -> ControllerNode | None:
+        node = self.nodes.get(self.controller)
+        return node if self.up.get(self.controller) else None  # type: ignore[return-value]
+
+    def believed_master(self) -> str | None:
+        best, best_epoch = None, -1
+        for b in self.brokers:
+            node = self.broker(b)
+            if node is not None and node.store.role.value != "SLAVE" and not node.store.fenced:
+                epoch = node.replicas.master_epoch if hasattr(node, "replicas") else 0
+                if epoch > best_epoch:
+                    best, best_epoch = b, epoch
+        return best
+
+    def broker_id(self, node: str) -> int | None:
+        disk = self.disks.get(node)
+        return disk.broker_identity[2] if disk is not None and disk.broker_identity else None
+
+    # ----------------------------------------------------------------------------------- heap
+
+    def _push(self, t: int, kind: int, *payload: Any) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (t, self._seq, kind, payload))
+
+    def run(self) -> Violation | None:
+        while self._heap and self.violation is None and self.step < self.max_steps:
+            t, _, kind, payload = self._heap[0]
+            if self.max_time is not None and t > self.max_time:
+                break
+            heapq.heappop(self._heap)
+            if kind == TIMER and not self._live_timer(payload):
+                continue  # a cancelled timer, or one of a dead process: nothing happens, no step
+            self.now = t
+            self.step += 1
+            self._dispatch(kind, payload)
+            self._finish_step()
+        if self.recorder is not None:
+            self.recorder.finish(self)
+        return self.violation
+
+    def _live_timer(self, payload: tuple) -> bool:
+        name, inc, token = payload
+        if not self.up.get(name) or self.inc[name] != inc:
+            return False
+        return name in self.paused or token in self.nodes[name]._timers  # type: ignore[union-attr]
+
+    def _finish_step(self) -> None:
+        obs = self._step_obs
+        self.checker.after_step(obs)
+        if self.recorder is not None and self._step_event is not None:
+            self.recorder.step(self.step, self.now, self._step_event, obs)
+        self._step_obs = []
+        self._step_event = None
+        self.touched = set()
+        self.acted = False
+
+    def fail(self, invariant: str, message: str, state: dict[str, Any] | None = None) -> None:
+        if self.violation is None:
+            self.violation = Violation(invariant, self.step, self.now, message, state or {})
+
+    # ------------------------------------------------------------------------------- dispatch
+
+    def _deliverable(self, name: str, inc: int, kind: int, payload: tuple, replay: bool = False) -> Actor | None:
+        if not self.up.get(name) or self.inc[name] != inc:
+            return None
+        if name in self.paused and not replay and name not in self.replaying:
+            self.paused[name].append((kind, payload))
+            return None
+        return self.nodes[name]
+
+    def _dispatch(self, kind: int, payload: tuple) -> None:
+        rec = self.recorder is not None
+        if kind == MSG:
+            dst, dst_inc, src, cmd = payload
+            node = self._deliverable(dst, dst_inc, kind, payload)
+            if rec:
+                self._step_event = {"ev": "msg", "src": src, "dst": dst, "cmd": _cmd_view(cmd),
+                                    **({"lost": True} if node is None and dst not in self.paused else {})}
+            if node is not None:
+                node.now = self.now
+                node.on_message(src, cmd)
+                self._drain(node)
+        elif kind == TIMER:
+            name, inc, token = payload
+            node = self._deliverable(name, inc, kind, payload)
+            if rec:
+                self._step_event = {"ev": "timer", "node": name}
+            if node is not None:
+                node.now = self.now
+                node.on_timer(token)
+                self._drain(node)
+        elif kind == HA:
+            conn, direction, chunk = payload
+            self._deliver_chunk(conn, direction, chunk, rec)
+        elif kind == HA_OPEN:
+            conn, token = payload
+            self._accept(conn, token, rec)
+        elif kind == HA_RESULT:
+            name, inc, token, conn = payload
+            node = self._deliverable(name, inc, kind, payload)
+            if rec:
+                self._step_event = {"ev": "ha-connect", "node": name, "conn": conn}
+            if node is not None:
+                node.now = self.now
+                node.on_ha_connect_result(token, conn)
+                self._drain(node)
+            elif conn is not None:
+                self._close_side(conn, name)
+        elif kind == CHAN:
+            name, inc, peer = payload
+            node = self._deliverable(name, inc, kind, payload)
+            if rec:
+                self._step_event = {"ev": "channel-closed", "node": name, "peer": peer}
+            if node is not None:
+                node.now = self.now
+                node.on_channel_closed(peer)
+                self._drain(node)
+        elif kind == ACT:
+            (action,) = payload
+            if rec:
+                self._step_event = {"ev": "act", "act": action}
+            self._act(action)
+        elif kind == REPLAY:
+            (name,) = payload
+            backlog = self.paused.get(name)
+            if not backlog:
+                self.paused.pop(name, None)
+                self.replaying.discard(name)
+                if self.recorder is not None:
+                    self._step_event = {"ev": "resumed", "node": name}
+                return
+            ev_kind, ev_payload = backlog.pop(0)
+            self.replaying.add(name)
+            self._push(self.now, REPLAY, name)
+            self._dispatch(ev_kind, ev_payload)
+            self.replaying.discard(name)
+        elif kind == GEN:
+            assert self.generator is not None
+            actions = self.generator.draw(self.now, self)
+            if rec:
+                self._step_event = {"ev": "fault-gen", "n": len(actions)}
+            for i, action in enumerate(actions):
+                if i == 0 and action["t"] == self.now:
+                    if rec:
+                        self._step_event = {"ev": "act", "act": action}
+                    self._act(action)
+                else:
+                    self._push(action["t"], ACT, action)
+            self._push(self.now + self.generator.rng.exp_ms(self.cfg.faults.mean_interval), GEN)
+
+    # --------------------------------------------------------------------------------- effects
+
+    def _drain(self, node: Actor) -> None:
+        self.touched.add(node.name)
+        out = node.out
+        if not out:
+            return
+        node.out = []
+        name = node.name
+        inc = self.inc[name]
+        for eff in out:
+            if isinstance(eff, SetTimer):
+                self._push(eff.at, TIMER, name, inc, eff.token)
+            elif isinstance(eff, Send):
+                self._route(name, eff.dst, eff.cmd)
+            elif isinstance(eff, Observe):
+                data = eff.data
+                data["k"] = eff.kind
+                data["n"] = name
+                self._step_obs.append(data)
+            elif isinstance(eff, HAWrite):
+                self._stream_write(name, eff.conn, eff.data)
+            elif isinstance(eff, HAClose):
+                self._close_side(eff.conn, name)
+            elif isinstance(eff, HAConnect):
+                self._connect(name, eff.token, eff.addr)
+        if node.out:  # effects produced while draining (none today, kept for safety)
+            self._drain(node)
+
+    def _delay(self) -> int:
+        cfg = self.cfg.network
+        d = self.rng_net.between(cfg.delay_min, cfg.delay_max)
+        slow = max(cfg.slow, self.net_window[2] if self.now < self.net_window[3] else 0.0)
+        if slow and self.rng_net.chance(slow):
+            d += cfg.slow_delay
+        return d
+
+    def is_blocked(self, src: str, dst: str) -> bool:
+        return self.blocked.get((src, dst), 0) > 0
+
+    def _route(self, src: str, dst: str, cmd: Command) -> None:
+        if dst not in self.up:
+            self._note("net.unknown-destination", src=src, dst=dst)
+            return
+        if not self.up[dst] or self.is_blocked(src, dst):
+            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why="down" if not self.up[dst] else "partition")
+            return
+        cfg = self.cfg.network
+        window = self.now < self.net_window[3]
+        drop = max(cfg.drop, self.net_window[0] if window else 0.0)
+        if drop and self.rng_net.chance(drop):
+            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why="loss")
+            return
+        self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, cmd)
+        dup = max(cfg.duplicate, self.net_window[1] if window else 0.0)
+        if dup and self.rng_net.chance(dup):
+            self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, cmd)
+
+    def _note(self, kind: str, **data: Any) -> None:
+        data["k"] = kind
+        self._step_obs.append(data)
+
+    # ------------------------------------------------------------------------------ HA streams
+
+    def _connect(self, src: str, token: int, addr: str) -> None:
+        dst = addr.split(":")[0]
+        if dst not in self.up or not self.up[dst]:
+            self._push(self.now + self._delay(), HA_RESULT, src, self.inc[src], token, None)
+            return
+        if self.is_blocked(src, dst) or self.is_blocked(dst, src):
+            self._push(self.now + CONNECT_TIMEOUT, HA_RESULT, src, self.inc[src], token, None)
+            return
+        self._next_conn += 1
+        conn = self._next_conn
+        self.streams[conn] = Stream(conn, src, dst, self.inc[src], self.inc[dst])
+        self._push(self.now + self.cfg.network.connect_delay, HA_OPEN, conn, token)
+
+    def _accept(self, conn: int, token: int, rec: bool) -> None:
+        s = self.streams[conn]
+        if rec:
+            self._step_event = {"ev": "ha-accept", "conn": conn, "slave": s.a, "master": s.b}
+        acceptor = self._deliverable(s.b, s.b_inc, HA_OPEN, (conn, token))
+        if acceptor is None:
+            if s.b in self.paused:  # delivered again at resume
+                return
+            s.open_b = False
+            self._push(self.now + self._delay(), HA_RESULT, s.a, s.a_inc, token, None)
+            return
+        acceptor.now = self.now
+        acceptor.on_ha_accept(conn, s.a)
+        self._drain(acceptor)
+        self._push(self.now + self._delay(), HA_RESULT, s.a, s.a_inc, token, conn)
+
+    def _side_open(self, s: Stream, name: str) -> bool:
+        return s.open_a if name == s.a else s.open_b
+
+    def _stream_write(self, src: str, conn: int, data: bytes | None) -> None:
+        s = self.streams.get(conn)
+        if s is None or not self._side_open(s, src):
+            return
+        direction = 0 if src == s.a else 1
+        self._send_chunk(s, direction, data)
+
+    def _send_chunk(self, s: Stream, direction: int, data: bytes | None) -> None:
+        src, dst = s.ends(direction)
+        if self.is_blocked(src, dst) or s.held[direction]:
+            s.held[direction].append(data)
+            return
+        t = max(self.now + self._delay(), s.last[direction])
+        s.last[direction] = t
+        self._push(t, HA, s.conn, direction, data)
+
+    def _close_side(self, conn: int, name: str) -> None:
+        s = self.streams.get(conn)
+        if s is None:
+            return
+        if name == s.a and s.open_a:
+            s.open_a = False
+            self._send_chunk(s, 0, None)  # FIN
+        elif name == s.b and s.open_b:
+            s.open_b = False
+            self._send_chunk(s, 1, None)
+        if not s.open_a and not s.open_b and not s.held[0] and not s.held[1]:
+            pass
+
+    def _deliver_chunk(self, conn: int, direction: int, chunk: bytes | None, rec: bool) -> None:
+        s = self.streams[conn]
+        _, dst = s.ends(direction)
+        dst_inc = s.b_inc if direction == 0 else s.a_inc
+        if rec:
+            self._step_event = {"ev": "ha", "conn": conn, "dst": dst,
+                                **({"fin": True} if chunk is None else {"n": len(chunk)})}
+        if not self._side_open(s, dst):
+            return
+        node = self._deliverable(dst, dst_inc, HA, (conn, direction, chunk))
+        if node is None:
+            return
+        node.now = self.now
+        if chunk is None:
+            if dst == s.a:
+                s.open_a = False
+            else:
+                s.open_b = False
+            node.on_ha_closed(conn)
+        else:
+            node.on_ha_data(conn, chunk)
+        self._drain(node)
+
+    def _flush_held(self) -> None:
+        for s in self.streams.values():
+            for direction in (0, 1):
+                if s.held[direction]:
+                    src, dst = s.ends(direction)
+                    if not self.is_blocked(src, dst):
+                        pending, s.held[direction] = s.held[direction], []
+                        for chunk in pending:
+                            self._send_chunk(s, direction, chunk)
+
+    # ---------------------------------------------------------------------------------- faults
+
+    def _act(self, a: Action) -> None:
+        self.acted = True
+        do = a["do"]
+        if self.generator is not None and a.get("release"):
+            self.generator.release(a["release"])
+        if do == "crash":
+            self.crash(a["node"], bool(a.get("powerLoss", False)))
+        elif do == "restart":
+            if not self.up.get(a["node"]):
+                self._start(a["node"])
+        elif do == "partition":
+            links = [tuple(x) for x in a["links"]]
+            self.partitions[a["id"]] = links  # type: ignore[assignment]
+            for link in links:
+                self.blocked[link] = self.blocked.get(link, 0) + 1  # type: ignore[index]
+        elif do == "heal":
+            for link in self.partitions.pop(a["id"], []):
+                self.blocked[link] -= 1
+                if self.blocked[link] <= 0:
+                    del self.blocked[link]
+            self._flush_held()
+        elif do == "pause":
+            if self.up.get(a["node"]) and a["node"] not in self.paused:
+                self.paused[a["node"]] = []
+        elif do == "resume":
+            if a["node"] in self.paused:  # replay the backlog in order, one event per step
+                self._push(self.now, REPLAY, a["node"])
+        elif do == "break-ha":
+            for s in list(self.streams.values()):
+                if a["node"] in (s.a, s.b):
+                    for side in (s.a, s.b):
+                        self._close_side(s.conn, side)
+        elif do == "net":
+            self.net_window = (float(a.get("drop", 0.0)), float(a.get("dup", 0.0)), float(a.get("slow", 0.0)),
+                               int(a["until"]))
+        elif do == "slow-commit":
+            ctl = self.controller_node()
+            if ctl is not None and self.controller not in self.paused:
+                ctl.now = self.now
+                ctl.inject_slow_commit(int(a["extra"]), int(a["duration"]))
+        elif do == "admin-elect":
+            admin = self.nodes["admin"]
+            bid = a.get("brokerId")
+            admin.now = self.now  # type: ignore[union-attr]
+            admin.call(RequestCode.CONTROLLER_ELECT_MASTER, {  # type: ignore[union-attr]
+                "clusterName": self.cfg.broker.cluster_name, "brokerName": self.cfg.broker.broker_name,
+                "brokerId": -1 if bid is None else bid, "designateElect": bid is not None})
+            self._drain(admin)  # type: ignore[arg-type]
+        elif do == "clean":
+            admin = self.nodes["admin"]
+            admin.now = self.now  # type: ignore[union-attr]
+            admin.call(RequestCode.CLEAN_BROKER_DATA, {  # type: ignore[union-attr]
+                "clusterName": self.cfg.broker.cluster_name, "brokerName": self.cfg.broker.broker_name,
+                "brokerControllerIdsToClean": a.get("ids"), "isCleanLivingBroker": bool(a.get("living", False))})
+            self._drain(admin)  # type: ignore[arg-type]
+        elif do == "produce":
+            producer = self.nodes["p1"]
+            producer.now = self.now  # type: ignore[union-attr]
+            producer.produce(int(a.get("count", 1)), a.get("size"))  # type: ignore[union-attr]
+            self._drain(producer)  # type: ignore[arg-type]
+
+    def crash(self, name: str, power_loss: bool = False) -> None:
+        if not self.up.get(name):
+            return
+        self.up[name] = False
+        self.inc[name] += 1
+        self.nodes[name] = None
+        self.paused.pop(name, None)
+        lost = 0
+        if power_loss and name in self.disks:
+            lost = self.disks[name].power_loss()
+        self._note("sim.crash", node=name, powerLoss=power_loss, lostBytes=lost)
+        for s in self.streams.values():
+            if name in (s.a, s.b):
+                self._close_side(s.conn, name)
+        for peer in (self.controller, self.nameserver):
+            if peer != name and self.up.get(peer) and not self.is_blocked(name, peer):
+                self._push(self.now + self._delay(), CHAN, peer, self.inc[peer], name)
+
+
+def _cmd_view(cmd: Command) -> dict[str, Any]:
+    d = cmd.to_dict()
+    try:
+        d["op"] = RequestCode(cmd.code).name if not cmd.response else None
+    except ValueError:
+        d["op"] = None
+    if d["op"] is None:
+        del d["op"]
+    return d
+
+
+__all__ = ["B", "Simulation", "Violation"]

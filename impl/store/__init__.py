@@ -1,0 +1,1 @@
+"""Store: commit log, epoch file cache, disk."""

@@ -1,0 +1,297 @@
+"""The commit log and the parts of ``DefaultMessageStore`` the HA logic touches.
+
+Rules (digest §e.7, §h; ``S/CommitLog.java``, ``S/DefaultMessageStore.java``):
+
+* The log is bytes ``[0, max)``; messages are appended whole on a master and as raw byte ranges on a slave
+  (a batch may end inside a message).
+* ``flushed`` trails ``max``: ASYNC_FLUSH flushes every 500 ms once 4 pages are dirty, and everything
+  every 10 s; SYNC_FLUSH flushes before a put completes.
+* confirmOffset (controller mode): on a master that is not fenced, ``max`` when the local SSS has one
+  member or allAck is off; otherwise the stored value (computed lazily when negative). On a slave or while
+  fenced: the stored value. Setting it also writes ``StoreCheckpoint.confirmPhyOffset``. Non-controller
+  mode: the flushed offset under SYNC_FLUSH, else ``max``.
+* Reput dispatches whole messages ending at or before the reput end (confirmOffset, or ``max`` with
+  ``readUnCommitted``); consumers see only dispatched messages. ``dispatchBehindBytes`` =
+  confirmOffset - reputFromOffset.
+* ``truncateDirtyFiles(p)``: cut the log at ``p``, lower flushed and confirmOffset to ``p``, move reput
+  back to ``min(reput, p)``. ``truncateFiles(p)``: no-op when ``p >= max``; fails unless ``p`` starts a message.
+* Recovery after a crash scans from the start, keeps whole valid messages, truncates the rest, clamps
+  confirmOffset to the last whole confirmed message, and restarts reput at confirmOffset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..codes import BrokerRole
+from ..config import MessageStoreConfig
+from .disk import BrokerDisk
+from .epoch_cache import EpochFileCache
+from .message import Record, body_for, check, encode
+
+PAGE = 4096
+
+
+class CommitLog:
+    """The byte log with an index of the whole messages it holds (for reads and for the checkers)."""
+
+    def __init__(self, disk: BrokerDisk) -> None:
+        self.disk = disk
+        self.records: list[Record] = []
+        self.ends: list[int] = []  # end offset of each record, for bisection
+        self.keys: dict[str, int] = {}  # key -> offset of every whole message present
+        self.parsed_upto = 0  # end of the last indexed message, or the first torn byte
+        self.torn: list[int] = []  # offsets where a non-message sits before more data
+        self.version = 0  # bumped on every change (checkers cache on it)
+        self.truncations = 0
+        self._index()
+
+    @property
+    def data(self) -> bytearray:
+        return self.disk.commitlog
+
+    @property
+    def max_offset(self) -> int:
+        return len(self.disk.commitlog)
+
+    @property
+    def min_offset(self) -> int:
+        return 0
+
+    def _index(self) -> None:
+        buf = self.disk.commitlog
+        end = len(buf)
+        pos = self.parsed_upto
+        while pos < end:
+            size, key = check(buf, pos, end)
+            if size > 0:
+                self.records.append(Record(pos, size, key))  # type: ignore[arg-type]
+                self.ends.append(pos + size)
+                self.keys[key] = pos  # type: ignore[index]
+                pos += size
+                continue
+            if size == 0:
+                break
+            # not a message, yet bytes follow: a torn region. Resynchronise at the next whole message.
+            self.torn.append(pos)
+            nxt = pos + 1
+            while nxt < end and check(buf, nxt, end)[0] <= 0:
+                nxt += 1
+            pos = nxt
+        self.parsed_upto = pos
+
+    def append_message(self, key: str, body_size: int, born: int) -> tuple[int, int]:
+        """Master put: returns (wroteOffset, wroteBytes)."""
+        offset = len(self.disk.commitlog)
+        raw = encode(key, body_for(key, body_size), offset, born)
+        self.disk.commitlog += raw
+        self.version += 1
+        self._index()
+        return offset, len(raw)
+
+    def append_data(self, data: bytes) -> None:
+        """Slave append of a transferred byte range at the current end (``appendData``)."""
+        self.disk.commitlog += data
+        self.version += 1
+        self._index()
+
+    def truncate(self, offset: int) -> None:
+        if offset >= len(self.disk.commitlog):
+            return
+        del self.disk.commitlog[offset:]
+        self.disk.flushed = min(self.disk.flushed, offset)
+        self.disk.generation += 1
+        while self.records and self.records[-1].offset + self.records[-1].size > offset:
+            rec = self.records.pop()
+            self.ends.pop()
+            self.keys.pop(rec.key, None)
+        self.torn = [t for t in self.torn if t < offset]
+        self.parsed_upto = self.records[-1].offset + self.records[-1].size if self.records else 0
+        if self.torn and self.torn[-1] >= self.parsed_upto:
+            self.parsed_upto = min(self.parsed_upto, self.torn[-1])
+        self.version += 1
+        self.truncations += 1
+        self._index()
+
+    def whole_end(self) -> int:
+        """End of the last whole message."""
+        return self.ends[-1] if self.ends else 0
+
+    def is_aligned(self, offset: int) -> bool:
+        """``isOffsetAligned``: no data at ``offset``, or a whole valid message starts there."""
+        if offset >= len(self.disk.commitlog):
+            return True
+        return check(self.disk.commitlog, offset, len(self.disk.commitlog))[0] > 0
+
+    def get_data(self, offset: int, file_size: int) -> int:
+        """``getCommitLogData``: bytes readable from ``offset`` without crossing a mapped-file end."""
+        end = len(self.disk.commitlog)
+        if offset < 0 or offset >= end:
+            return 0
+        file_end = (offset // file_size + 1) * file_size
+        return min(end, file_end) - offset
+
+    def read(self, offset: int, size: int) -> bytes:
+        return bytes(self.disk.commitlog[offset:offset + size])
+
+    def flush(self) -> None:
+        self.disk.flushed = len(self.disk.commitlog)
+        self.disk.checkpoint_confirm_flushed = self.disk.checkpoint_confirm
+
+
+class HAView:
+    """What the store asks of the HA service to compute confirmOffset."""
+
+    def local_sync_state_set_size(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def compute_confirm_offset(self) -> int:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass
+class Dispatched:
+    offset: int
+    size: int
+    key: str
+
+
+class MessageStore:
+    """``DefaultMessageStore`` + the role-dependent half of ``CommitLog``."""
+
+    def __init__(self, disk: BrokerDisk, cfg: MessageStoreConfig, controller_mode: bool = True) -> None:
+        self.disk = disk
+        self.cfg = cfg
+        self.controller_mode = controller_mode
+        self.commitlog = CommitLog(disk)
+        self.epoch_cache = EpochFileCache(disk.write_epoch_file)
+        if disk.epoch_file:
+            self.epoch_cache.init_cache_from_file(disk.epoch_file)
+        self.role = BrokerRole(cfg.broker_role) if not controller_mode else BrokerRole.ASYNC_MASTER
+        self.fenced = controller_mode
+        self.ha: HAView | None = None
+        self.confirm_offset = disk.checkpoint_confirm  # loadCheckPoint
+        self.reput_from_offset = 0
+        self.dispatched: list[Dispatched] = []
+        self.on_truncate: Callable[[int], None] | None = None
+        self.recover()
+
+    # ---- recovery (recoverAbnormally: a crash is never a clean shutdown here)
+    def recover(self) -> None:
+        log = self.commitlog
+        process = 0
+        last_confirm_valid = 0
+        self.dispatched = []
+        for rec in log.records:
+            if log.torn and rec.offset > log.torn[0]:
+                break
+            process = rec.offset + rec.size
+            if not self.controller_mode or rec.offset + rec.size <= self.confirm_offset:
+                self.dispatched.append(Dispatched(rec.offset, rec.size, rec.key))
+                last_confirm_valid = rec.offset + rec.size
+        if self.controller_mode:
+            if self.confirm_offset < 0:
+                self._set_confirm(0)
+            elif self.confirm_offset > last_confirm_valid:
+                self._set_confirm(last_confirm_valid)
+        else:
+            self._set_confirm(process)
+        log.truncate(process)
+        self.disk.flushed = min(self.disk.flushed, process)
+        self.reput_from_offset = self.get_confirm_offset_directly() if self.controller_mode else process
+
+    # ---- offsets
+    @property
+    def max_phy_offset(self) -> int:
+        return self.commitlog.max_offset
+
+    def _set_confirm(self, value: int) -> None:
+        self.confirm_offset = value
+        self.disk.checkpoint_confirm = value
+
+    def set_confirm_offset(self, value: int) -> None:
+        """``CommitLog.setConfirmOffset`` (also saves ``StoreCheckpoint.confirmPhyOffset``)."""
+        self._set_confirm(value)
+
+    def get_confirm_offset(self) -> int:
+        """``CommitLog.getConfirmOffset``."""
+        if self.controller_mode:
+            if self.role != BrokerRole.SLAVE and not self.fenced:
+                assert self.ha is not None
+                if self.ha.local_sync_state_set_size() == 1 or not self.cfg.all_ack_in_sync_state_set:
+                    return self.max_phy_offset
+                if self.confirm_offset < 0:
+                    self._set_confirm(self.ha.compute_confirm_offset())
+            return self.confirm_offset
+        return self.disk.flushed if self.cfg.flush_disk_type == "SYNC_FLUSH" else self.max_phy_offset
+
+    def get_confirm_offset_directly(self) -> int:
+        """``CommitLog.getConfirmOffsetDirectly``: no lazy computation."""
+        if self.controller_mode and self.role != BrokerRole.SLAVE and not self.fenced:
+            assert self.ha is not None
+            if self.ha.local_sync_state_set_size() == 1 or not self.cfg.all_ack_in_sync_state_set:
+                return self.max_phy_offset
+        return self.confirm_offset
+
+    def dispatch_behind_bytes(self) -> int:
+        return self.get_confirm_offset() - self.reput_from_offset
+
+    # ---- reput
+    def reput_end_offset(self) -> int:
+        return self.max_phy_offset if self.cfg.read_uncommitted else self.get_confirm_offset()
+
+    def do_reput(self, is_master_id: bool) -> int:
+        """``ReputMessageService.doReput``; returns how many messages were dispatched."""
+        end = self.reput_end_offset()
+        buf = self.commitlog.data
+        limit = len(buf)
+        n = 0
+        while self.reput_from_offset < end and self.reput_from_offset < limit:
+            size, key = check(buf, self.reput_from_offset, limit)
+            if size > 0:
+                if self.reput_from_offset + size > end:
+                    break
+                self.dispatched.append(Dispatched(self.reput_from_offset, size, key))  # type: ignore[arg-type]
+                self.reput_from_offset += size
+                n += 1
+                continue
+            if self.reput_from_offset + max(size, 0) > end:
+                break
+            if size < 0 and is_master_id:  # "[BUG]dispatch message to consume queue error": skip the rest
+                self.reput_from_offset = limit
+            break
+        return n
+
+    # ---- truncation
+    def truncate_dirty_files(self, offset: int) -> None:
+        """``DefaultMessageStore.truncateDirtyFiles``."""
+        if offset >= self.max_phy_offset:
+            return
+        old_reput = self.reput_from_offset
+        while self.dispatched and self.dispatched[-1].offset + self.dispatched[-1].size > offset:
+            self.dispatched.pop()
+        self.commitlog.truncate(offset)
+        if self.confirm_offset > offset:
+            self._set_confirm(offset)
+        self.reput_from_offset = min(old_reput, offset)
+        if self.on_truncate is not None:
+            self.on_truncate(offset)
+
+    def truncate_files(self, offset: int) -> bool:
+        """``DefaultMessageStore.truncateFiles`` (the HA client's truncation)."""
+        if offset >= self.max_phy_offset:
+            return True
+        if not self.commitlog.is_aligned(offset):
+            return False
+        self.truncate_dirty_files(offset)
+        return True
+
+    # ---- flush
+    def maybe_flush(self, thorough: bool) -> bool:
+        """One pass of the async flush service: 4 dirty pages, or everything when ``thorough``."""
+        dirty = self.max_phy_offset - self.disk.flushed
+        if dirty > 0 and (thorough or dirty >= self.cfg.flush_commit_log_least_pages * PAGE):
+            self.commitlog.flush()
+            return True
+        return False

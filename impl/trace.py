@@ -1,0 +1,96 @@
+"""The kit's trace format: one run as JSON Lines, with a hash over its canonical form.
+
+Format ``rmqha-trace``, version 1 (documented in ``docs/trace-format.md``):
+
+* Line 1, the header: ``format``, ``version``, ``seed``, ``maxSteps``, ``maxTime``, ``bugs``, ``profile``,
+  ``config`` (every setting, RocketMQ names) and ``faults`` (``{"mode": "generated"}`` or
+  ``{"mode": "explicit", "events": [...]}``). The header alone determines the run.
+* One line per simulator step: ``i`` (step), ``t`` (simulated ms), ``ev`` (what the step delivered:
+  ``msg``, ``timer``, ``ha``, ``ha-accept``, ``ha-connect``, ``channel-closed``, ``act``, ``fault-gen``,
+  ``resumed``, ``boot``) with its fields, and ``obs``: what the core observed during the step
+  (controller events applied, role changes, transfers, put results, client history...).
+* The last line, the footer: ``end``, ``steps``, ``t``, ``violation`` (null or id, step, time, message,
+  state) and ``hash``: ``sha256:`` over the bytes of every line before it, each ending in ``\\n``.
+
+Canonical form: ``json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=True)``. Two runs with the
+same header produce byte-identical files; ``rmqha replay`` checks exactly that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+FORMAT = "rmqha-trace"
+VERSION = 1
+
+
+def canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+class TraceRecorder:
+    """Collects the lines of one run (or only their hash, with ``keep=False``)."""
+
+    def __init__(self, header: dict[str, Any], keep: bool = True) -> None:
+        self.keep = keep
+        self.lines: list[str] = []
+        self._hash = hashlib.sha256()
+        self.footer: dict[str, Any] | None = None
+        self._add(dict(header, format=FORMAT, version=VERSION))
+
+    def _add(self, obj: dict[str, Any]) -> None:
+        line = canonical(obj)
+        self._hash.update(line.encode())
+        self._hash.update(b"\n")
+        if self.keep:
+            self.lines.append(line)
+
+    def step(self, i: int, t: int, event: dict[str, Any], obs: list[dict[str, Any]]) -> None:
+        line = {"i": i, "t": t, **event}
+        if obs:
+            line["obs"] = obs
+        self._add(line)
+
+    def finish(self, sim: Any) -> None:
+        v = sim.violation
+        self.footer = {"end": True, "steps": sim.step, "t": sim.now,
+                       "violation": None if v is None else v.to_dict(), "hash": self.digest()}
+        if self.keep:
+            self.lines.append(canonical(self.footer))
+
+    def digest(self) -> str:
+        return "sha256:" + self._hash.hexdigest()
+
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+
+class TraceFormatError(ValueError):
+    """A file that is not a readable rmqha trace; the message is one line."""
+
+
+def parse(text: str) -> tuple[dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """Split a trace into header, step lines and footer, checking the envelope."""
+    raw = text.splitlines()
+    if not raw:
+        raise TraceFormatError("empty file")
+    lines = []
+    for n, r in enumerate(raw, 1):
+        try:
+            lines.append(json.loads(r))
+        except json.JSONDecodeError as exc:
+            raise TraceFormatError(f"line {n}: not JSON ({exc.msg})") from None
+    header = lines[0]
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise TraceFormatError(f"not an {FORMAT} file (first line has no \"format\": \"{FORMAT}\")")
+    if header.get("version") != VERSION:
+        raise TraceFormatError(f"trace version {header.get('version')!r} is not supported (this kit reads {VERSION})")
+    for key in ("seed", "config", "faults", "maxSteps"):
+        if key not in header:
+            raise TraceFormatError(f"header lacks {key!r}")
+    footer = lines[-1]
+    if len(lines) < 2 or not isinstance(footer, dict) or not footer.get("end"):
+        raise TraceFormatError("no footer line (the run was cut short?)")
+    return header, lines[1:-1], footer

@@ -1,0 +1,1 @@
+"""Executable state-machine model at the level of the TLA+ spec (see spec/)."""

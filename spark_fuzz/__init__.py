@@ -1,0 +1,1 @@
+"""Spark-distributed fuzz campaigns over the deterministic simulator."""
