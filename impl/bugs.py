@@ -16,10 +16,10 @@ ACK_LOCAL_SSS_ONLY = "ack-local-sss-only"
 CONFIRM_IGNORES_DISCONNECTED = "confirm-ignores-disconnected"
 CONFIRM_COUNTS_NEW_CONNECTION = "confirm-counts-new-connection"
 TRUNCATE_INVALID_WRONG_START = "truncate-invalid-wrong-start"
-ALTER_SKIP_MASTER_EPOCH_CHECK = "alter-skip-master-epoch-check"
+ALTER_SKIP_SSS_EPOCH_CHECK = "alter-skip-sss-epoch-check"
 ELECT_IGNORES_LIVENESS = "elect-ignores-liveness"
 TRANSFER_CROSSES_EPOCH = "transfer-crosses-epoch"
-SLAVE_ACCEPTS_GAP = "slave-accepts-gap"
+CONSISTENT_POINT_USES_MAX = "consistent-point-uses-max"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -28,8 +28,9 @@ FIX_VALIDATE_AFTER_COMMIT = "fix-validate-after-commit"
 FIX_PROPOSAL_KEEPS_EPOCHS = "fix-proposal-keeps-epochs"
 FIX_UNION_KEEPS_ALL_PROPOSALS = "fix-union-keeps-all-proposals"
 FIX_CONFIRM_SHORTCUT_USES_UNION = "fix-confirm-shortcut-uses-union"
+FIX_KEEP_OWN_EPOCH_ON_RESTART = "fix-keep-own-epoch-on-restart"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT, FIX_PROPOSAL_KEEPS_EPOCHS,
-             FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION)
+             FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION, FIX_KEEP_OWN_EPOCH_ON_RESTART)
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,7 @@ class Bug:
 BUGS: dict[str, Bug] = {
     b.name: b
     for b in [
-        Bug(ACK_LOCAL_SSS_ONLY, "SYNC-NO-ACK-LOSS",
+        Bug(ACK_LOCAL_SSS_ONLY, "SYNC-ACK-ALL",
             "AutoSwitchHAService.getSyncStateSet (GroupTransferService.doWaitTransfer)",
             "apache/rocketmq#5663, fixed by #5798 (5.1.1)",
             "While an SSS expansion is in flight the master counts acks over its confirmed (local) set only, "
@@ -62,15 +63,17 @@ BUGS: dict[str, Bug] = {
             "apache/rocketmq#6728, fixed by #6729 (5.1.1)",
             "confirmOffset also takes the -1/0 ack of a connection that has not reported yet; confirmOffset "
             "collapses and the expansion check (ack >= confirmOffset) admits a lagging slave into the SSS."),
-        Bug(TRUNCATE_INVALID_WRONG_START, "SYNC-NO-ACK-LOSS",
+        Bug(TRUNCATE_INVALID_WRONG_START, "SYNC-CONFIRM-BOUND",
             "AutoSwitchHAService.truncateInvalidMsg",
             "apache/rocketmq#6665, fixed by #6666 (5.1.1)",
-            "The promotion-time scan for a broken tail starts at maxPhyOffset - dispatchBehind instead of the "
-            "reput offset, lands inside a message and cuts complete (acknowledged) messages."),
-        Bug(ALTER_SKIP_MASTER_EPOCH_CHECK, "CTL-ALTER-FENCED",
-            "ReplicasInfoManager.alterSyncStateSet (check 4)",
-            "synthetic",
-            "alterSyncStateSet no longer compares the request's masterEpoch with the controller's."),
+            "The scan for a broken tail starts at maxPhyOffset - dispatchBehind instead of the reput offset, lands "
+            "inside a message and cuts complete (acknowledged) messages. Since 5.1.1 promotion sets confirmOffset "
+            "to maxPhyOffset first, which hides it there; the slave's reconnect loop (READY) still runs it."),
+        Bug(ALTER_SKIP_SSS_EPOCH_CHECK, "CTL-ALTER-FENCED",
+            "ReplicasInfoManager.alterSyncStateSet (check 5)",
+            "synthetic (check 4, the masterEpoch check, is implied by checks 3 and 5: see docs/findings/)",
+            "alterSyncStateSet no longer compares the request's syncStateSetEpoch with the controller's, so an "
+            "older proposal of the current master overwrites a newer one."),
         Bug(ELECT_IGNORES_LIVENESS, "CTL-CLEAN-ELECTION",
             "DefaultElectPolicy.tryElect",
             "synthetic; RocketMQ's own tests build a DefaultElectPolicy without a valid predicate",
@@ -79,10 +82,11 @@ BUGS: dict[str, Bug] = {
             "AutoSwitchHAConnection.transferToSlave",
             "synthetic (the clamp that #9689 shows missing on one path)",
             "The master no longer clamps a transfer batch at the end of the current epoch."),
-        Bug(SLAVE_ACCEPTS_GAP, "HA-CONTIGUOUS",
-            "AutoSwitchHAClient.HAClientReader (TRANSFER offset check)",
+        Bug(CONSISTENT_POINT_USES_MAX, "HA-TRUNCATE-PREFIX",
+            "EpochFileCache.findConsistentPoint",
             "synthetic",
-            "The slave appends a TRANSFER body even when its offset is not the slave's max offset."),
+            "The consistent point of the latest shared epoch is the larger of the two ends instead of the smaller, "
+            "so a slave keeps a divergent tail the master does not have."),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "
@@ -106,8 +110,13 @@ BUGS: dict[str, Bug] = {
             "latest, so a proposal the controller may still accept never drops out of the ack set.", kind="fix"),
         Bug(FIX_CONFIRM_SHORTCUT_USES_UNION, "SYNC-SEEN-NO-LOSS", "CommitLog.getConfirmOffset",
             "finding F-CONFIRM-LOCAL-SHORTCUT",
-            "The 'one member: confirmOffset = maxPhyOffset' shortcut looks at the ack set (local ∪ remote while a "
-            "proposal is in flight) instead of the local set alone.", kind="fix"),
+            "The 'one member: confirmOffset = maxPhyOffset' shortcut, and the recomputation on each ack, look at the "
+            "ack set (local ∪ remote while a proposal is in flight) instead of the local set alone.", kind="fix"),
+        Bug(FIX_KEEP_OWN_EPOCH_ON_RESTART, "HA-LOG-MATCHING", "AutoSwitchHAService.changeToMaster",
+            "finding F-EPOCH-REBASE-ON-RESTART",
+            "When the epoch cache's last epoch already equals the masterEpoch being taken (a master restarted and "
+            "re-confirmed at the same epoch), the entry is kept instead of truncated and re-appended at the current "
+            "max offset.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

@@ -177,6 +177,7 @@ class Checker:
         self.coverage = Coverage()
         # history
         self.acked: dict[str, int] = {}  # PUT_OK key -> time
+        self.acked_list: list[str] = []  # the same keys, in ack order
         self.acked_pending: list[str] = []
         self.seen: dict[str, int] = {}
         self.seen_pending: list[str] = []
@@ -188,7 +189,10 @@ class Checker:
         self._full_recheck = True
         self._fingerprints: dict[str, tuple] = {}
         self._sss_verified: dict[int, tuple[Any, int]] = {}
-        self._disk_key_cache: dict[str, tuple[Any, dict[str, int]]] = {}
+        self._id_key: tuple = ()
+        self._ids: dict[int, str] = {}
+        self._pair_fp: dict[tuple[str, str], tuple] = {}
+        self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         for kind, fn in [
             ("ctl.apply", self._on_ctl_apply), ("brk.role", self._on_brk_role), ("brk.sss", self._on_brk_sss),
@@ -459,13 +463,18 @@ class Checker:
             da, ea, _ = logs[a]
             for bname in names[i + 1:]:
                 db, eb, _ = logs[bname]
+                fp = (disks[a].generation, len(da), tuple(ea), disks[bname].generation, len(db), tuple(eb))
+                if self._pair_fp.get((a, bname)) == fp:
+                    continue  # neither log nor epoch list moved since this pair was last verified
+                self._pair_fp[(a, bname)] = fp
                 common = set(ea) & set(eb)
                 if not common:
                     continue
+                ends_a = _epoch_ends(ea, len(da))
+                ends_b = _epoch_ends(eb, len(db))
                 gens = (disks[a].generation, disks[bname].generation)
                 for epoch, start in sorted(common):
-                    end_a = _epoch_end(ea, epoch, len(da))
-                    end_b = _epoch_end(eb, epoch, len(db))
+                    end_a, end_b = ends_a[epoch], ends_b[epoch]
                     hi = min(end_a, end_b)
                     ckey = (a, bname, epoch, start)
                     cached = self._pairs.get(ckey)
@@ -474,6 +483,7 @@ class Checker:
                         lo = max(start, min(cached.verified, hi))
                     if hi > lo and da[lo:hi] != db[lo:hi]:
                         at = next(j for j in range(lo, hi) if da[j] != db[j])
+                        self._pair_fp.pop((a, bname), None)
                         self._fail("HA-LOG-MATCHING", f"{a} and {bname} share epoch {epoch} from {start} but differ at "
                                    f"byte {at} (epoch ends {end_a} / {end_b})", entries={a: ea, bname: eb})
                         return
@@ -517,11 +527,12 @@ class Checker:
                     return
 
     def _broker_by_id(self, broker_id: int) -> str | None:
-        for b in self.world.brokers:
-            ident = self.world.disks[b].broker_identity
-            if ident is not None and ident[2] == broker_id:
-                return b
-        return None
+        disks = self.world.disks
+        key = tuple(disks[b].broker_identity for b in self.world.brokers)
+        if key != self._id_key:
+            self._id_key = key
+            self._ids = {ident[2]: b for b, ident in zip(self.world.brokers, key) if ident is not None}
+        return self._ids.get(broker_id)
 
     def _whole_end(self, broker: str) -> int:
         node = self.world.broker(broker)
@@ -562,15 +573,13 @@ class Checker:
         self.coverage.hit("sss-expand")
         if node is None or node.store.role != BrokerRole.SYNC_MASTER or node.store.fenced:
             return  # every broker accepts HA connections; only a master's proposal can reach the controller
-        keys = node.store.commitlog.keys
-        recs = node.store.commitlog.records
+        log = node.store.commitlog
         need = 0
-        by_offset = {r.offset: r for r in recs}
         for key in self.acked:
-            off = keys.get(key)
-            if off is not None:
-                r = by_offset[off]
-                need = max(need, r.offset + r.size)
+            offsets = log.keys.get(key)
+            if offsets:  # the first copy is the one that had to be acked
+                i = bisect.bisect_left(log.ends, offsets[0] + 1)
+                need = max(need, log.ends[i])
         if obs["ack"] < need:
             self._fail("SYNC-EXPAND-SAFE", f"{obs['n']} proposes slave {obs['slave']} with ack {obs['ack']} but has "
                        f"acknowledged messages up to {need} (confirmOffset it saw: {obs['confirm']})", obs=obs)
@@ -586,8 +595,9 @@ class Checker:
             self.seen_pending.append(obs["key"])
 
     def _on_send_result(self, obs: dict[str, Any]) -> None:
-        if obs["status"] == "PUT_OK":
+        if obs["status"] == "PUT_OK" and obs["key"] not in self.acked:
             self.acked[obs["key"]] = self.world.now
+            self.acked_list.append(obs["key"])
             self.acked_pending.append(obs["key"])
 
     def reference_master(self) -> BrokerNode | None:
@@ -642,7 +652,7 @@ class Checker:
         info = ctl.rim.sync_state_set_info_table.get(world.cfg.broker.broker_name)
         if info is None:
             return
-        acked = list(self.acked)
+        acked = self.acked_list
         for member in sorted(info.sync_state_set):
             name = self._broker_by_id(member)
             if name is None:
@@ -657,6 +667,8 @@ class Checker:
             cached = self._sss_verified.get(member)
             if cached is not None and cached[0] == gen:
                 start = cached[1]
+                if start == len(acked):
+                    continue
             for key in acked[start:]:
                 if key not in keys:
                     self._fail("SYNC-SSS-HOLDS-ACKED", f"SSS member {member} ({name}) lacks {key}, which was "
@@ -665,7 +677,7 @@ class Checker:
                     return
             self._sss_verified[member] = (gen, len(acked))
 
-    def _disk_keys(self, name: str) -> dict[str, int]:
+    def _disk_keys(self, name: str) -> dict[str, list[int]]:
         from .store.commitlog import CommitLog
 
         disk = self.world.disks[name]
@@ -677,11 +689,9 @@ class Checker:
         return keys
 
 
-def _epoch_end(entries: list[tuple[int, int]], epoch: int, log_end: int) -> int:
-    for i, (e, _) in enumerate(entries):
-        if e == epoch:
-            return entries[i + 1][1] if i + 1 < len(entries) else log_end
-    return log_end
+def _epoch_ends(entries: list[tuple[int, int]], log_end: int) -> dict[int, int]:
+    """Each epoch's end: the next entry's start, or the log end for the last one."""
+    return {e: (entries[i + 1][1] if i + 1 < len(entries) else log_end) for i, (e, _) in enumerate(entries)}
 
 
 def catalogue_rows() -> list[dict[str, str]]:

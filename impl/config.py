@@ -86,7 +86,8 @@ class MessageStoreConfig:
     async_learner: bool = _java("asyncLearner", False)
     read_uncommitted: bool = _java("readUnCommitted", False)
     mapped_file_size_commit_log: int = _java("mappedFileSizeCommitLog", 1024 * 1024 * 1024)
-    reput_interval_ms: int = _java("reputIntervalMs", 1, "ReputMessageService poll interval (1 ms)")
+    reput_interval_ms: int = _java("reputIntervalMs", 0,
+                                   "dispatch lag: 0 dispatches within the step (the real thread polls every 1 ms)")
     broker_role: str = _java("brokerRole", "SYNC_MASTER", "4.x mode only: SYNC_MASTER / ASYNC_MASTER")
     ha_max_gap_not_in_sync: int = _java("haMaxGapNotInSync", 256 * 1024 * 1024, "4.x mode only")
 

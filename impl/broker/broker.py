@@ -58,6 +58,7 @@ class BrokerNode(Actor):
         self.data_version = 0  # TopicConfigManager data version's stateVersion
         self.replicas = ReplicasManager(self)
         self._reput_scheduled = False
+        self._reput_stalled_until = -1
         self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
         self._connect_tokens: dict[int, Any] = {}
 
@@ -224,9 +225,21 @@ class BrokerNode(Actor):
         self._kick_reput()
 
     def _kick_reput(self) -> None:
-        if not self._reput_scheduled:
-            self._reput_scheduled = True
-            self.after(self.store_cfg.reput_interval_ms, self._reput)
+        """Wake ReputMessageService when it has something to dispatch; it runs at once unless it lags."""
+        if self._reput_scheduled or self.store.reput_end_offset() <= self.store.reput_from_offset:
+            return
+        lag = self.store_cfg.reput_interval_ms
+        if self.now < self._reput_stalled_until:
+            lag = max(lag, self._reput_stalled_until - self.now)
+        if lag <= 0:
+            self._do_reput()
+            return
+        self._reput_scheduled = True
+        self.after(lag, self._reput)
+
+    def stall_dispatch(self, ms: int) -> None:
+        """Fault: the reput thread stalls for ``ms`` (GC, a slow consume-queue disk)."""
+        self._reput_stalled_until = self.now + ms
 
     def _reput(self) -> None:
         self._reput_scheduled = False

@@ -255,11 +255,11 @@ class ReplicasInfoManager:
             return result.fail(ResponseCode.CONTROLLER_INVALID_MASTER,
                                f"Rejecting alter syncStateSet request because the current leader is:"
                                f"{{{info.master_broker_id}}}, not {{{master_broker_id}}}")
-        if master_epoch != info.master_epoch and B.ALTER_SKIP_MASTER_EPOCH_CHECK not in self.bugs:
+        if master_epoch != info.master_epoch:
             return result.fail(ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH,
                                f"Rejecting alter syncStateSet request because the current master epoch is:"
                                f"{{{info.master_epoch}}}, not {{{master_epoch}}}")
-        if sync_state_set_epoch != info.sync_state_set_epoch:
+        if sync_state_set_epoch != info.sync_state_set_epoch and B.ALTER_SKIP_SSS_EPOCH_CHECK not in self.bugs:
             return result.fail(ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
                                f"Rejecting alter syncStateSet request because the current syncStateSet epoch is:"
                                f"{{{info.sync_state_set_epoch}}}, not {{{sync_state_set_epoch}}}")

@@ -231,7 +231,8 @@ class AutoSwitchHAClient:
             local_cache = EpochFileCache()
             local_cache.init_cache_from_entries(cache.all_entries())
             local_cache.set_last_epoch_entry_end_offset(store.max_phy_offset)
-            point = local_cache.find_consistent_point(master_cache)
+            point = local_cache.find_consistent_point(master_cache,
+                                                      larger_end=B.CONSISTENT_POINT_USES_MAX in self.service.bugs)
             if point < 0:
                 self.host.observe("ha.no-consistent-point", master=[list(e) for e in frame.entries],
                                   local=[e.to_list() for e in cache.all_entries()])
@@ -253,7 +254,7 @@ class AutoSwitchHAClient:
     def _on_transfer(self, frame: F.MasterTransfer) -> bool:
         store = self.service.store
         slave_max = store.max_phy_offset
-        if slave_max != 0 and slave_max != frame.offset and B.SLAVE_ACCEPTS_GAP not in self.service.bugs:
+        if slave_max != 0 and slave_max != frame.offset:
             self.close_master_and_wait(f"master pushed offset not equal the max phy offset in slave, "
                                        f"SLAVE: {slave_max} MASTER: {frame.offset}")
             return False

@@ -58,7 +58,8 @@ class AutoSwitchHAConnection:
         self.last_read_timestamp = now
         self.decoder = F.SlaveFrameDecoder()
         self.closed = False
-        self._pump_scheduled = False
+        self._pumping = False
+        self._heartbeat_timer: int | None = None
         self.host.after(self.service.store_cfg.ha_housekeeping_interval + 1, self._housekeeping)
 
     # ------------------------------------------------------------------------------------ reading
@@ -112,13 +113,15 @@ class AutoSwitchHAConnection:
     # ------------------------------------------------------------------------------------ writing
 
     def kick(self) -> None:
-        """Wake the write side (``waitForRunning`` returns); coalesced into one pass."""
-        if not self.closed and not self._pump_scheduled:
-            self._pump_scheduled = True
-            self.host.after(0, self._pump)
+        """Wake the write side (``waitForRunning`` returns): it runs now, within the waking step."""
+        if not self.closed and not self._pumping:
+            self._pumping = True
+            try:
+                self._pump()
+            finally:
+                self._pumping = False
 
     def _pump(self) -> None:
-        self._pump_scheduled = False
         if self.closed:
             return
         if self.state == HAConnectionState.HANDSHAKE:
@@ -183,6 +186,11 @@ class AutoSwitchHAConnection:
                 self._write(header)
 
     def _transfer_to_slave(self) -> None:
+        """``transferToSlave``, repeated while there is data (the write thread loops without waiting)."""
+        while not self.closed and self._transfer_once():
+            pass
+
+    def _transfer_once(self) -> bool:
         self._send_heartbeat_if_needed()
         store = self.service.store
         cfg = self.service.store_cfg
@@ -190,7 +198,7 @@ class AutoSwitchHAConnection:
         if size <= 0:
             self.service.update_connection_last_caught_up_time(self.slave_id, self.host.now)
             self._arm_heartbeat()
-            return
+            return False
         size = min(size, cfg.ha_transfer_batch_size)
         if B.FIX_TRANSFER_EPOCH_REFRESH in self.service.bugs and self.current_transfer_epoch_end_offset == -1:
             entry = self.service.epoch_cache.get_entry(self.current_transfer_epoch)
@@ -202,7 +210,7 @@ class AutoSwitchHAConnection:
             if nxt is None:  # "Can't find a bigger epochEntry than epoch"
                 self.host.observe("ha.no-next-epoch", conn=self.conn, epoch=self.current_transfer_epoch)
                 self.host.after(100, self.kick)
-                return
+                return False
             size = end - self.next_transfer_from_where
             self._change_transfer_epoch_to_next(nxt)
         transfer_offset = self.next_transfer_from_where
@@ -215,11 +223,19 @@ class AutoSwitchHAConnection:
         self.host.observe_transfer(self, transfer_offset, size, header)
         body = store.commitlog.read(transfer_offset, size)
         self._write(body if header is None else header + body)
-        self.kick()
+        return True
 
     def _arm_heartbeat(self) -> None:
+        """One pending wake-up for the idle heartbeat (the write loop's 100 ms polls change nothing else)."""
+        if self._heartbeat_timer is not None:
+            return
         interval = self.service.store_cfg.ha_send_heartbeat_interval
-        self.host.after(max(1, self.last_write_timestamp + interval + 1 - self.host.now), self.kick)
+        self._heartbeat_timer = self.host.after(max(1, self.last_write_timestamp + interval + 1 - self.host.now),
+                                                self._heartbeat_due)
+
+    def _heartbeat_due(self) -> None:
+        self._heartbeat_timer = None
+        self.kick()
 
     def _write(self, data: bytes) -> None:
         self.last_write_timestamp = self.host.now

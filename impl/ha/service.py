@@ -57,6 +57,7 @@ class GroupCommitRequest:
     done: Callable[[PutMessageStatus, dict[str, Any]], None]
     finished: bool = False
     info: dict[str, Any] = field(default_factory=dict)
+    timer: int | None = None
 
 
 class AutoSwitchHAService(HAView):
@@ -115,9 +116,10 @@ class AutoSwitchHAService(HAView):
         if truncate_offset >= 0:
             self.epoch_cache.truncate_suffix_by_offset(truncate_offset)
         new_entry = EpochEntry(master_epoch, self.store.max_phy_offset)
-        if self.epoch_cache.last_epoch() >= master_epoch:
-            self.epoch_cache.truncate_suffix_by_epoch(master_epoch)
-        appended = self.epoch_cache.append_entry(new_entry)
+        keep = B.FIX_KEEP_OWN_EPOCH_ON_RESTART in self.bugs and self.epoch_cache.last_epoch() == master_epoch
+        if self.epoch_cache.last_epoch() >= master_epoch and not keep:
+            self.epoch_cache.truncate_suffix_by_epoch(master_epoch)  # QUIRK: moves this epoch's start to max
+        appended = False if keep else self.epoch_cache.append_entry(new_entry)
         self.host.observe("ha.epoch-append", epoch=master_epoch, start=new_entry.start_offset, ok=appended,
                           path="changeToMaster")
         self.host.finish_dispatch()  # while (dispatchBehindBytes() > 0) sleep(100)
@@ -219,7 +221,8 @@ class AutoSwitchHAService(HAView):
         self.connection_caught_up_time_table[slave_id] = max(prev, t)
 
     def update_confirm_offset_when_slave_ack(self, slave_id: int) -> None:
-        if slave_id in self.sync_state_set:
+        members = self.get_sync_state_set() if B.FIX_CONFIRM_SHORTCUT_USES_UNION in self.bugs else self.sync_state_set
+        if slave_id in members:
             self.store.set_confirm_offset(self.compute_confirm_offset())
             self.host.on_confirm_changed()
 
@@ -295,7 +298,7 @@ class AutoSwitchHAService(HAView):
         self.requests.append(req)
         self._evaluate(req)
         if not req.finished:
-            self.host.after(max(0, req.deadline - self.host.now), self._deadline, req)
+            req.timer = self.host.after(max(0, req.deadline - self.host.now), self._deadline, req)
 
     def notify_transfer_some(self) -> None:
         self._check_requests()
@@ -339,6 +342,7 @@ class AutoSwitchHAService(HAView):
 
     def _finish(self, req: GroupCommitRequest, status: PutMessageStatus) -> None:
         req.finished = True
+        self.host.cancel(req.timer)
         self.requests.remove(req)
         req.info = {
             "local": sorted(self.sync_state_set), "remote": sorted(self.remote_sync_state_set),

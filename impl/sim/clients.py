@@ -52,6 +52,8 @@ class ProducerNode(Actor):
         return keys
 
     def _send(self, key: str, body: int) -> Generator:
+        if self.master is None:  # tryToFindTopicPublishInfo: no cached route, ask the nameserver now
+            yield from self._fetch_route()
         target = self.master
         self.observe("client.send", key=key, target=target)
         if target is None:
@@ -80,9 +82,12 @@ class ProducerNode(Actor):
         if self._refreshing:
             return
         self._refreshing = True
+        yield from self._fetch_route()
+        self._refreshing = False
+
+    def _fetch_route(self) -> Generator:
         resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
                                                    {"brokerName": self.broker_name}), 3000)
-        self._refreshing = False
         if resp is not None and resp.code == ResponseCode.SUCCESS:
             addr = resp.header.get("masterAddr")
             self.master = addr.split(":")[0] if addr else None

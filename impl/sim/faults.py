@@ -35,6 +35,7 @@ FAULT_KINDS: dict[str, str] = {
     "lossy-network": "for a while, drop / duplicate / delay controller RPCs",
     "slow-commit": "for a while, controller appends commit after the 5 s wait (lost reply, event applies)",
     "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
+    "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",
     "admin-elect": "mqadmin electMaster, designating a random broker or none",
 }
 
@@ -42,11 +43,11 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "crash-broker": 2.0, "crash-master": 3.0, "crash-controller": 0.7, "isolate-broker": 1.0,
     "isolate-master": 1.5, "partition-controller": 1.5, "partition-oneway": 1.0, "partition-brokers": 1.0,
     "partition-halves": 0.7, "break-ha": 1.0, "lossy-network": 1.0, "slow-commit": 0.5, "pause-broker": 1.0,
-    "admin-elect": 0.7,
+    "slow-dispatch": 1.0, "admin-elect": 0.7,
 }
 
 PRIMITIVES = ("crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
-              "admin-elect", "produce", "clean")
+              "slow-dispatch", "admin-elect", "produce", "clean")
 
 Action = dict[str, Any]
 
@@ -195,6 +196,10 @@ class FaultGenerator:
                 return []
             return [{"t": now, "do": "slow-commit", "extra": rng.between(5500, 9000),
                      "duration": rng.between(1000, 8000)}]
+        if kind == "slow-dispatch":
+            if not free:
+                return []
+            return [{"t": now, "do": "slow-dispatch", "node": rng.choice(free), "ms": rng.between(500, 8000)}]
         if kind == "admin-elect":
             ids = [world.broker_id(b) for b in world.brokers]
             ids = [i for i in ids if i is not None]

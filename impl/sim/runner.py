@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..bugs import check_names
+from ..catalogue import BY_ID, Checker
 from ..config import Config, ConfigError, config_from_dict
 from ..trace import TraceRecorder
 from .faults import Action
@@ -24,21 +25,30 @@ class RunResult:
 
 
 def header_for(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: list[Action] | None,
-               max_time: int | None = None, profile: str | None = None) -> dict[str, Any]:
+               max_time: int | None = None, profile: str | None = None,
+               disabled: frozenset[str] | list[str] = ()) -> dict[str, Any]:
     return {"seed": seed, "maxSteps": steps, "maxTime": max_time, "bugs": sorted(bugs), "profile": profile,
-            "config": cfg.to_dict(),
+            "config": cfg.to_dict(), "disabledInvariants": sorted(disabled),
             "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
 
 
 def run(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
         schedule: list[Action] | None = None, max_time: int | None = None, profile: str | None = None,
-        record: bool = True, keep: bool = True) -> RunResult:
-    """One seeded run. ``record=False`` skips the trace entirely (fastest, no digest)."""
+        record: bool = True, keep: bool = True, disabled: frozenset[str] | list[str] = ()) -> RunResult:
+    """One seeded run. ``record=False`` skips the trace entirely (fastest, no digest).
+
+    ``disabled`` names invariants not to check (e.g. a precursor that would stop the run before the loss a
+    scenario wants to show); it is recorded in the trace header.
+    """
     switches = check_names(list(bugs))
-    recorder = TraceRecorder(header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile), keep) \
+    unknown = set(disabled) - set(BY_ID)
+    if unknown:
+        raise ValueError(f"unknown invariant(s): {', '.join(sorted(unknown))}")
+    recorder = TraceRecorder(header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile, disabled), keep) \
         if record else None
+    enabled = set(BY_ID) - set(disabled)
     sim = Simulation(cfg, seed, bugs=switches, schedule=schedule, max_steps=steps, max_time=max_time,
-                     recorder=recorder)
+                     recorder=recorder, checker_factory=lambda w: Checker(w, enabled=enabled))
     violation = sim.run()
     return RunResult(seed, sim.step, sim.now, violation, recorder.digest() if recorder else None,
                      recorder.text() if recorder and keep else None, dict(sim.checker.coverage.counts))
@@ -55,4 +65,5 @@ def run_header(header: dict[str, Any], keep: bool = True) -> RunResult:
         raise ValueError("trace header: faults.mode must be 'generated' or 'explicit'")
     schedule = None if faults["mode"] == "generated" else list(faults.get("events", []))
     return run(cfg, int(header["seed"]), int(header["maxSteps"]), bugs=list(header.get("bugs", [])),
-               schedule=schedule, max_time=header.get("maxTime"), profile=header.get("profile"), keep=keep)
+               schedule=schedule, max_time=header.get("maxTime"), profile=header.get("profile"), keep=keep,
+               disabled=list(header.get("disabledInvariants", [])))

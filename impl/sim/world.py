@@ -527,14 +527,19 @@ class Simulation(WorldView):
         elif do == "resume":
             if a["node"] in self.paused:  # replay the backlog in order, one event per step
                 self._push(self.now, REPLAY, a["node"])
-        elif do == "break-ha":
+        elif do == "break-ha":  # a connection reset: each end reads EOF after what is already in flight
             for s in list(self.streams.values()):
-                if a["node"] in (s.a, s.b):
-                    for side in (s.a, s.b):
-                        self._close_side(s.conn, side)
+                if a["node"] in (s.a, s.b) and (s.open_a or s.open_b):
+                    for direction in (0, 1):
+                        self._send_chunk(s, direction, None)
         elif do == "net":
             self.net_window = (float(a.get("drop", 0.0)), float(a.get("dup", 0.0)), float(a.get("slow", 0.0)),
                                int(a["until"]))
+        elif do == "slow-dispatch":
+            node = self.broker(a["node"])
+            if node is not None and hasattr(node, "stall_dispatch"):
+                node.now = self.now
+                node.stall_dispatch(int(a["ms"]))
         elif do == "slow-commit":
             ctl = self.controller_node()
             if ctl is not None and self.controller not in self.paused:

@@ -40,7 +40,7 @@ class CommitLog:
         self.disk = disk
         self.records: list[Record] = []
         self.ends: list[int] = []  # end offset of each record, for bisection
-        self.keys: dict[str, int] = {}  # key -> offset of every whole message present
+        self.keys: dict[str, list[int]] = {}  # key -> offsets of its whole copies (a resent message repeats)
         self.parsed_upto = 0  # end of the last indexed message, or the first torn byte
         self.torn: list[int] = []  # offsets where a non-message sits before more data
         self.version = 0  # bumped on every change (checkers cache on it)
@@ -68,7 +68,7 @@ class CommitLog:
             if size > 0:
                 self.records.append(Record(pos, size, key))  # type: ignore[arg-type]
                 self.ends.append(pos + size)
-                self.keys[key] = pos  # type: ignore[index]
+                self.keys.setdefault(key, []).append(pos)  # type: ignore[arg-type]
                 pos += size
                 continue
             if size == 0:
@@ -105,7 +105,10 @@ class CommitLog:
         while self.records and self.records[-1].offset + self.records[-1].size > offset:
             rec = self.records.pop()
             self.ends.pop()
-            self.keys.pop(rec.key, None)
+            copies = self.keys[rec.key]
+            copies.pop()
+            if not copies:
+                del self.keys[rec.key]
         self.torn = [t for t in self.torn if t < offset]
         self.parsed_upto = self.records[-1].offset + self.records[-1].size if self.records else 0
         if self.torn and self.torn[-1] >= self.parsed_upto:

@@ -143,10 +143,12 @@ class EpochFileCache:
     def all_entries(self) -> list[EpochEntry]:
         return [e.copy() for e in self._map.values()]
 
-    def find_consistent_point(self, compare: EpochFileCache) -> int:
+    def find_consistent_point(self, compare: EpochFileCache, larger_end: bool = False) -> int:
+        """``larger_end`` is the bug switch consistent-point-uses-max (max instead of min)."""
         for epoch in reversed(list(self._map)):
             local = self._map[epoch]
             other = compare.get_entry(epoch)
             if other is not None and other.start_offset == local.start_offset:
-                return min(local.end_offset, other.end_offset)
+                pick = max if larger_end else min
+                return pick(local.end_offset, other.end_offset)
         return -1

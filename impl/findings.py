@@ -1,0 +1,83 @@
+"""Documented findings: violations the kit found that are real RocketMQ 5.3.3 behaviour.
+
+Each finding has a stable id, the invariants it breaks, its write-up (``docs/findings/<id>.md``), a
+replayable trace (``docs/findings/traces/<id>.jsonl.gz``) and a *fix switch* (``bugs.py``, kind "fix"): the
+natural fix, so that a campaign can look past it and an engineer can check the fix holds.
+
+``classify`` attributes a violation to a finding by re-running the same inputs with that finding's fix on:
+if the violation no longer happens at that step, the finding explains it. Nothing is classified by its
+message text alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from . import bugs as B
+
+
+@dataclass(frozen=True)
+class Finding:
+    id: str
+    title: str
+    invariants: tuple[str, ...]
+    fix: str
+    where: str
+    reference: str
+
+
+FINDINGS: dict[str, Finding] = {
+    f.id: f
+    for f in [
+        Finding("F-TRANSFER-EPOCH-STALE", "An HA connection keeps transferring under an epoch that has ended",
+                ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_EPOCH_REFRESH,
+                "AutoSwitchHAConnection.changeTransferEpochToNext / transferToSlave",
+                "apache/rocketmq#9689 (fixed by #9690 after 5.3.3); digest §e.5 QUIRK"),
+        Finding("F-CONFIRM-SKIPS-NEW-CONNECTION", "confirmOffset skips an SSS member that has reconnected but not yet acked",
+                ("SYNC-CONFIRM-BOUND",), B.FIX_CONFIRM_WAITS_FIRST_ACK,
+                "AutoSwitchHAService.computeConfirmOffset (the #6729 'ack > 0' filter)", "digest §e.7 GAP"),
+        Finding("F-DLEDGER-STALE-VALIDATION",
+                "The controller validates a request on a state that lacks a still-uncommitted earlier event",
+                ("CTL-ALTER-FENCED", "CTL-CLEAN-ELECTION", "CTL-ONE-MASTER-PER-EPOCH"), B.FIX_VALIDATE_AFTER_COMMIT,
+                "DLedgerController.EventScheduler / appendToDLedgerAndWait (5 s wait, then the next request)",
+                "digest §a.4 GAP"),
+        Finding("F-STALE-SSS-PROPOSAL", "A queued SyncStateSet proposal is sent with the epochs of a later term",
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"), B.FIX_PROPOSAL_KEEPS_EPOCHS,
+                "ReplicasManager.doReportSyncStateSetChanged (reads masterEpoch / syncStateSetEpoch when it runs)",
+                "new"),
+        Finding("F-GAP-UNION", "A newer SyncStateSet proposal pushes an accepted one out of the ack set",
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"), B.FIX_UNION_KEEPS_ALL_PROPOSALS,
+                "AutoSwitchHAService.markSynchronizingSyncStateSet (remote set overwritten)", "digest §e.6 GAP-UNION"),
+        Finding("F-CONFIRM-LOCAL-SHORTCUT",
+                "A master whose confirmed SSS is itself alone exposes unacknowledged messages to consumers",
+                ("SYNC-SEEN-NO-LOSS",), B.FIX_CONFIRM_SHORTCUT_USES_UNION,
+                "CommitLog.getConfirmOffset ('local SSS size == 1 -> maxPhyOffset')", "new"),
+        Finding("F-EPOCH-REBASE-ON-RESTART",
+                "A master restarted and re-confirmed at the same epoch moves that epoch's start",
+                ("HA-LOG-MATCHING",), B.FIX_KEEP_OWN_EPOCH_ON_RESTART,
+                "AutoSwitchHAService.changeToMaster (truncateSuffixByEpoch then appendEntry at maxPhyOffset)", "new"),
+    ]
+}
+
+
+def candidates(invariant: str) -> list[Finding]:
+    return [f for f in FINDINGS.values() if invariant in f.invariants]
+
+
+def classify(header: dict[str, Any], violation: dict[str, Any],
+             rerun: Callable[[dict[str, Any]], dict[str, Any] | None]) -> str | None:
+    """The finding whose fix removes ``violation``, or None.
+
+    ``rerun(header)`` runs a header and returns its violation dict (or None). A candidate explains the
+    violation when, with its fix added, the run no longer fails that invariant at or before that step.
+    """
+    bugs = list(header.get("bugs", []))
+    for f in candidates(violation["invariant"]):
+        if f.fix in bugs:
+            continue
+        again = rerun(dict(header, bugs=sorted([*bugs, f.fix])))
+        if again is None or again["invariant"] != violation["invariant"] or again["step"] > violation["step"]:
+            return f.id
+    return None

@@ -1,0 +1,98 @@
+"""Deterministic scenarios, one per injectable bug: the named invariant fires with the switch on, and the
+same run (same seed, same schedule) has no violation with it off.
+
+Scenarios marked ``found`` came from random campaigns (the switch on, every finding's fix on), shrunk by
+delta debugging (``sim/shrink.py``) to the actions that matter; the others were written by hand from the
+mechanism of the upstream bug. ``tests/test_bugs.py`` runs them all; ``rmqha`` replays any of them with
+``rmqha simulate --scenario NAME``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import bugs as B
+from .config import Config, config_from_dict, default_config
+from .scenarios_found import FOUND
+
+QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0}}
+
+
+@dataclass(frozen=True)
+class Scenario:
+    bug: str
+    seed: int
+    max_time: int
+    schedule: list[dict[str, Any]]
+    config: dict[str, Any] = field(default_factory=dict)
+    fixes: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    origin: str = "hand-written"
+    story: str = ""
+
+    @property
+    def invariant(self) -> str:
+        return B.BUGS[self.bug].invariant
+
+    def make_config(self) -> Config:
+        cfg = config_from_dict(self.config, default_config("safe"))
+        settings: dict[str, dict[str, Any]] = {}
+        for section, key, value in B.BUGS[self.bug].settings:
+            settings.setdefault(section, {})[key] = value
+        return config_from_dict(settings, cfg) if settings else cfg
+
+    def bugs(self, on: bool) -> list[str]:
+        extra = [self.bug] if on and B.BUGS[self.bug].kind == "switch" else []
+        return sorted([*self.fixes, *extra])
+
+    def config_for(self, on: bool) -> Config:
+        return self.make_config() if on else config_from_dict(self.config, default_config("safe"))
+
+
+STORIES = {
+    B.ACK_LOCAL_SSS_ONLY: "An SSS expansion stays in flight; the master acks over its confirmed set only and a member "
+                          "of the in-flight union has not acked.",
+    B.CONFIRM_IGNORES_DISCONNECTED: "A member of the SSS loses its connection while the shrink cannot reach the "
+                                    "controller; confirmOffset moves on without it.",
+    B.ALTER_SKIP_SSS_EPOCH_CHECK: "An older proposal of the master is accepted over a newer one.",
+    B.ELECT_IGNORES_LIVENESS: "The controller elects a broker it has not heard from.",
+    B.TRANSFER_CROSSES_EPOCH: "A batch sent to a slave spans an epoch boundary.",
+    B.CONSISTENT_POINT_USES_MAX: "A slave with a divergent tail keeps it after the handshake.",
+    "unclean-election": "A replica outside the SSS is elected and lacks acknowledged messages "
+                        "(SYNC-SSS-HOLDS-ACKED, the precursor, is off so the run reaches the loss).",
+    "allack-off": "The master acks after its own write; after a failover the new master lacks the message "
+                  "(SYNC-SSS-HOLDS-ACKED, the precursor, is off so the run reaches the loss).",
+}
+
+SCENARIOS: dict[str, Scenario] = {
+    s.bug: s
+    for s in [
+        *(Scenario(f["bug"], f["seed"], f["max_time"], f["schedule"], fixes=B.FIXES_ALL, disabled=tuple(f["disabled"]),
+                   origin="found", story=STORIES.get(f["bug"], "")) for f in FOUND),
+        Scenario(B.CONFIRM_COUNTS_NEW_CONNECTION, 1, 30000,
+                 [{"t": 7000, "do": "partition", "id": "lag", "links": [["b2", "b4"], ["b4", "b2"]]},
+                  {"t": 7000, "do": "break-ha", "node": "b4"},
+                  {"t": 9000, "do": "produce", "count": 5},
+                  {"t": 10500, "do": "heal", "id": "lag"},
+                  {"t": 10900, "do": "partition", "id": "replies", "links": [["ctl", "b2"]]},
+                  {"t": 11000, "do": "break-ha", "node": "b1"},
+                  {"t": 16500, "do": "produce", "count": 5}],
+                 config={"cluster": {"brokers": 4}, **QUIET}, disabled=("SYNC-CONFIRM-BOUND",),
+                 story="b4 falls behind; b1 reconnects while the controller's replies cannot reach master b2, so "
+                       "b1 stays in b2's local SSS with a connection that has not acked; b3's acks recompute "
+                       "confirmOffset to -1 and lagging b4 passes 'ack >= confirmOffset'. SYNC-CONFIRM-BOUND is "
+                       "off in both runs: without the switch the residual gap of the same filter "
+                       "(F-CONFIRM-SKIPS-NEW-CONNECTION) would stop the run first."),
+        Scenario(B.TRUNCATE_INVALID_WRONG_START, 1, 30000,
+                 [{"t": 8000, "do": "slow-dispatch", "node": "b1", "ms": 30000},
+                  {"t": 9000, "do": "produce", "count": 10},
+                  {"t": 14500, "do": "produce", "count": 10},
+                  {"t": 15100, "do": "partition", "id": "p1", "links": [["b2", "ctl"], ["ctl", "b2"]]},
+                  {"t": 15200, "do": "break-ha", "node": "b1"}],
+                 config={"cluster": {"brokers": 2}, **QUIET},
+                 story="Slave b1's dispatch stalls while acknowledged messages arrive; its HA connection breaks "
+                       "while master b2 cannot tell the controller, and b1's reconnect loop cuts complete, "
+                       "acknowledged messages from a replica still in the SSS."),
+    ]
+}

@@ -1,0 +1,7 @@
+"""``python -m rmqha``."""
+
+import sys
+
+from rmqha.cli import main
+
+sys.exit(main())

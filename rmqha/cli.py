@@ -1,0 +1,359 @@
+"""``rmqha``: the kit's one command.
+
+    rmqha simulate --seed N [--steps K] [--profile P] [--config FILE] [--bug B]... [--fix F|all]... [--trace FILE]
+    rmqha simulate --seeds A-B [--jobs J] [--out DIR] ...      (a batch: progress, triage, traces of failures)
+    rmqha replay FILE                                          (exit 0 only if the run reproduces byte for byte)
+    rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]      rmqha doctor
+
+Exit status: 0 success / no violation; 1 a violation (for a batch: one no documented finding explains) or a
+replay that does not reproduce; 2 a usage or input error (one line on stderr, never a traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.table import Table
+
+from rmqha import __version__
+from rmqha.files import UserError, load_config, read_trace_text, write_text
+from rmqha.impl import bugs as B
+from rmqha.impl.catalogue import catalogue_rows
+from rmqha.impl.config import config_from_dict
+from rmqha.impl.findings import FINDINGS, classify
+from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
+from rmqha.impl.trace import TraceFormatError, parse
+
+DEFAULT_STEPS = 20_000
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2
+        sub = self.prog.split(" ", 1)[1] + ": " if " " in self.prog else ""
+        raise UserError(f"{sub}{message} (see --help)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="rmqha", description="Verification kit for RocketMQ 5 controller-mode HA.")
+    p.add_argument("--version", action="version", version=f"rmqha {__version__}")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+
+    s = sub.add_parser("simulate", help="run seeded simulations with random faults, checking every invariant")
+    which = s.add_mutually_exclusive_group()
+    which.add_argument("--seed", type=int, help="one seed (default 1)")
+    which.add_argument("--seeds", help="a range of seeds, e.g. 1-200")
+    s.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"simulator steps per run (default {DEFAULT_STEPS})")
+    s.add_argument("--max-time", type=float, help="stop a run at this simulated time (seconds)")
+    s.add_argument("--profile", help="safe (default), defaults, unclean, power-loss, legacy-sync, legacy-async")
+    s.add_argument("--config", help="TOML file of settings (sections as in docs/configuration.md)")
+    s.add_argument("--bug", action="append", default=[], help="switch on an injectable bug (see `rmqha bugs`)")
+    s.add_argument("--fix", action="append", default=[], help="apply a finding's fix switch, or 'all'")
+    s.add_argument("--trace", help="write the trace of a single run here (.jsonl, or .jsonl.gz)")
+    s.add_argument("--out", help="batch: write traces of failing seeds and a summary.json here")
+    s.add_argument("--jobs", type=int, default=0, help="batch: worker processes (default: CPU count)")
+    s.add_argument("--no-triage", action="store_true", help="batch: do not attribute violations to findings")
+    s.add_argument("--json", action="store_true", help="print the result as JSON")
+
+    r = sub.add_parser("replay", help="re-run a trace and check it reproduces byte for byte")
+    r.add_argument("file")
+    r.add_argument("--json", action="store_true")
+
+    for name, text in (("invariants", "print the invariant catalogue"), ("bugs", "list bug and fix switches"),
+                       ("findings", "list documented findings")):
+        q = sub.add_parser(name, help=text)
+        q.add_argument("--json", action="store_true")
+    sub.add_parser("doctor", help="check Java 17 and the toolchain")
+    return p
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def _bug_list(bugs: list[str], fixes: list[str]) -> list[str]:
+    names = list(bugs)
+    for f in fixes:
+        if f == "all":
+            names.extend(B.FIXES_ALL)
+        elif f in B.FIXES or f.startswith("fix-"):
+            names.append(f)
+        else:
+            names.append("fix-" + f)
+    try:
+        B.check_names(names)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    return sorted(set(names))
+
+
+def _apply_configs(cfg: Any, names: list[str]) -> None:
+    """Expected-loss configurations (bugs of kind "config") are settings."""
+    overlay: dict[str, dict[str, Any]] = {}
+    for n in names:
+        bug = B.BUGS[n]
+        for section, key, value in bug.settings:
+            overlay.setdefault(section, {})[key] = value
+    if overlay:
+        fresh = config_from_dict(overlay, cfg)
+        for sec in ("controller", "store"):
+            setattr(cfg, sec, getattr(fresh, sec))
+
+
+def _seed_range(text: str) -> list[int]:
+    try:
+        if "-" in text:
+            a, b = text.split("-", 1)
+            lo, hi = int(a), int(b)
+        else:
+            lo = hi = int(text)
+    except ValueError:
+        raise UserError(f"--seeds must look like 1-200, got {text!r}") from None
+    if lo < 0 or hi < lo or hi - lo > 1_000_000:
+        raise UserError(f"--seeds range {text!r} is empty or too large")
+    return list(range(lo, hi + 1))
+
+
+def _violation_line(v: dict[str, Any] | None) -> str:
+    if v is None:
+        return "no violation"
+    return f"{v['invariant']} at step {v['step']} (t={v['t'] / 1000:.1f}s): {v['message']}"
+
+
+# ------------------------------------------------------------------------------------------ simulate
+
+
+def _cmd_simulate(args: argparse.Namespace, out: Console) -> int:
+    if args.steps <= 0:
+        raise UserError("--steps must be positive")
+    cfg, profile = load_config(args.config, args.profile)
+    names = _bug_list(args.bug, args.fix)
+    _apply_configs(cfg, names)
+    max_time = int(args.max_time * 1000) if args.max_time is not None else None
+    if args.seeds:
+        if args.trace:
+            raise UserError("--trace is for one seed; use --out DIR with --seeds")
+        return _batch(args, out, cfg, profile, names, _seed_range(args.seeds), max_time)
+    seed = 1 if args.seed is None else args.seed
+    t0 = time.perf_counter()
+    result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile)
+    wall = time.perf_counter() - t0
+    if args.trace:
+        write_text(args.trace, result.text or "")
+    v = result.violation.to_dict() if result.violation else None
+    summary = {"seed": seed, "profile": profile, "bugs": names, "steps": result.steps, "simSeconds": result.sim_time / 1000,
+               "wallSeconds": round(wall, 3), "violation": v, "hash": result.digest, "trace": args.trace,
+               "coverage": result.coverage}
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        out.print(escape(f"seed {seed} [{profile}{' ' + ','.join(names) if names else ''}]: ") + f"{result.steps} steps, "
+                  f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({result.sim_time / 1000 / max(wall, 1e-9):.0f}x)")
+        out.print(("[red]VIOLATION[/] " if v else "[green]ok[/] ") + _violation_line(v), highlight=False)
+        if args.trace:
+            out.print(f"trace: {args.trace}  ({result.digest})")
+    return 1 if v else 0
+
+
+def _seed_job(payload: dict[str, Any]) -> dict[str, Any]:
+    """One seed of a batch (runs in a worker process)."""
+    cfg = config_from_dict(payload["config"])
+    t0 = time.perf_counter()
+    r: RunResult = run(cfg, payload["seed"], payload["steps"], bugs=payload["bugs"], max_time=payload["max_time"],
+                       profile=payload["profile"], record=False)
+    out: dict[str, Any] = {"seed": payload["seed"], "steps": r.steps, "simMs": r.sim_time,
+                           "wall": time.perf_counter() - t0, "violation": None, "finding": None, "trace": None}
+    if r.violation is not None:
+        v = r.violation.to_dict()
+        out["violation"] = {k: v[k] for k in ("invariant", "step", "t", "message")}
+        header = header_for(cfg, payload["seed"], payload["steps"], payload["bugs"], None, payload["max_time"],
+                            payload["profile"])
+        if payload["triage"]:
+            def rerun(h: dict[str, Any]) -> dict[str, Any] | None:
+                again = run_header(h, keep=False)
+                return again.violation.to_dict() if again.violation else None
+
+            out["finding"] = classify(header, v, rerun)
+        if payload["write_traces"]:
+            out["trace"] = run_header(header).text
+    return out
+
+
+def _batch(args: argparse.Namespace, out: Console, cfg: Any, profile: str, names: list[str], seeds: list[int],
+           max_time: int | None) -> int:
+    jobs = args.jobs or os.cpu_count() or 1
+    payloads = [{"config": cfg.to_dict(), "seed": s, "steps": args.steps, "bugs": names, "max_time": max_time,
+                 "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out)} for s in seeds]
+    results: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    progress = Progress(TextColumn("[bold]simulate[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stat]}"),
+                        TimeElapsedColumn(), console=Console(stderr=True), disable=args.json or not sys.stderr.isatty())
+    with progress:
+        task = progress.add_task("seeds", total=len(seeds), stat="")
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            for fut in as_completed([pool.submit(_seed_job, p) for p in payloads]):
+                res = fut.result()
+                results.append(res)
+                if res["trace"] and args.out:
+                    write_text(os.path.join(args.out, f"seed-{res['seed']}.jsonl.gz"), res.pop("trace"))
+                    res["trace"] = f"seed-{res['seed']}.jsonl.gz"
+                bad = sum(1 for x in results if x["violation"])
+                progress.update(task, advance=1, stat=f"{bad} violation(s)")
+    wall = time.perf_counter() - t0
+    results.sort(key=lambda x: x["seed"])
+    sim_s = sum(x["simMs"] for x in results) / 1000
+    unexplained = [x for x in results if x["violation"] and not x["finding"]]
+    summary = {"profile": profile, "bugs": names, "seeds": [seeds[0], seeds[-1]], "runs": len(results),
+               "violations": sum(1 for x in results if x["violation"]), "unexplained": len(unexplained),
+               "simSeconds": round(sim_s, 1), "wallSeconds": round(wall, 2), "results": results}
+    if args.out:
+        write_text(os.path.join(args.out, "summary.json"), json.dumps(summary, indent=1, sort_keys=True))
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+        return 1 if unexplained else 0
+    by: dict[tuple[str, str], list[int]] = {}
+    for x in results:
+        if x["violation"]:
+            by.setdefault((x["violation"]["invariant"], x["finding"] or "unexplained"), []).append(x["seed"])
+    table = Table(title=escape(f"{len(results)} seeds [{profile}{' ' + ','.join(names) if names else ''}]: "
+                               f"{sim_s:.0f} simulated s in {wall:.1f} s ({sim_s / max(wall, 1e-9):.0f}x)"))
+    table.add_column("invariant")
+    table.add_column("explained by")
+    table.add_column("seeds", justify="right")
+    table.add_column("examples")
+    for (inv, fid), ss in sorted(by.items()):
+        table.add_row(inv, fid, str(len(ss)), " ".join(map(str, ss[:8])) + (" ..." if len(ss) > 8 else ""))
+    table.add_row("(none)", "", str(sum(1 for x in results if not x["violation"])), "")
+    out.print(table)
+    if args.out:
+        out.print(f"traces and summary.json in {args.out}")
+    return 1 if unexplained else 0
+
+
+# -------------------------------------------------------------------------------------------- replay
+
+
+def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
+    text = read_trace_text(args.file)
+    try:
+        header, _lines, footer = parse(text)
+    except TraceFormatError as exc:
+        raise UserError(f"{args.file}: {exc}") from None
+    try:
+        names = list(header.get("bugs") or [])
+        B.check_names(names)
+        t0 = time.perf_counter()
+        result = run_header(header)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise UserError(f"{args.file}: cannot replay this header ({exc})") from None
+    wall = time.perf_counter() - t0
+    same_hash = result.digest == footer.get("hash")
+    recorded = footer.get("violation")
+    now = result.violation.to_dict() if result.violation else None
+    same_violation = (recorded is None and now is None) or (
+        recorded is not None and now is not None and recorded["invariant"] == now["invariant"]
+        and recorded["step"] == now["step"])
+    ok = same_hash and same_violation and result.text == text
+    first_diff = None
+    if result.text is not None and result.text != text:
+        a, b = result.text.splitlines(), text.splitlines()
+        first_diff = next((i + 1 for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)) + 1)
+    report = {"file": args.file, "reproduced": ok, "hash": result.digest, "recordedHash": footer.get("hash"),
+              "violation": now, "recordedViolation": recorded, "firstDifferentLine": first_diff,
+              "wallSeconds": round(wall, 3)}
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        out.print(("[green]reproduced[/] " if ok else "[red]NOT reproduced[/] ") + f"{args.file}: {result.steps} steps, "
+                  f"{_violation_line(now)}", highlight=False)
+        if not ok:
+            out.print(f"recorded {footer.get('hash')} / {_violation_line(recorded)}; replay {result.digest}"
+                      + (f"; first different line {first_diff}" if first_diff else ""), highlight=False)
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------------------------- listings
+
+
+def _cmd_invariants(args: argparse.Namespace, out: Console) -> int:
+    rows = catalogue_rows()
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = Table(title=f"{len(rows)} invariants (docs/invariants.md)", show_lines=True)
+    for col in ("id", "statement", "RocketMQ source"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["id"], r["statement"], r["source"])
+    out.print(table)
+    return 0
+
+
+def _cmd_bugs(args: argparse.Namespace, out: Console) -> int:
+    rows = [{"name": b.name, "kind": b.kind, "invariant": b.invariant, "where": b.where, "reference": b.reference,
+             "description": b.description} for b in B.BUGS.values()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = Table(title="bug switches (--bug), expected-loss configurations (--bug) and fixes (--fix)",
+                  show_lines=True)
+    for col in ("name", "kind", "caught by", "reference"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], r["kind"], r["invariant"], r["reference"])
+    out.print(table)
+    return 0
+
+
+def _cmd_findings(args: argparse.Namespace, out: Console) -> int:
+    rows = [{"id": f.id, "title": f.title, "invariants": list(f.invariants), "fix": f.fix, "where": f.where,
+             "reference": f.reference, "doc": f"docs/findings/{f.id}.md"} for f in FINDINGS.values()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = Table(title="documented findings (real RocketMQ 5.3.3 behaviour)", show_lines=True)
+    for col in ("id", "title", "invariants", "fix"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["id"], r["title"], ", ".join(r["invariants"]), r["fix"])
+    out.print(table)
+    return 0
+
+
+def _cmd_doctor(args: argparse.Namespace, out: Console) -> int:
+    from rmqha.javacheck import java_status
+
+    ok, line = java_status()
+    out.print(("[green]ok[/] " if ok else "[yellow]missing[/] ") + line, highlight=False)
+    out.print(f"python {sys.version.split()[0]} at {sys.executable}", highlight=False)
+    return 0 if ok else 1
+
+
+COMMANDS = {"simulate": _cmd_simulate, "replay": _cmd_replay, "invariants": _cmd_invariants, "bugs": _cmd_bugs,
+            "findings": _cmd_findings, "doctor": _cmd_doctor}
+
+
+def main(argv: list[str] | None = None) -> int:
+    out = Console(highlight=False)
+    try:
+        args = _parser().parse_args(argv)
+        return COMMANDS[args.cmd](args, out)
+    except UserError as exc:
+        print(f"rmqha: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("rmqha: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""File I/O for the CLI: config files (TOML) and trace files (JSON Lines, optionally gzip)."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from rmqha.impl.config import Config, ConfigError, PROFILES, config_from_dict, default_config
+
+
+class UserError(Exception):
+    """A mistake in the user's input: printed as one line, exit status 2."""
+
+
+def load_config(path: str | None, profile: str | None) -> tuple[Config, str]:
+    """The profile (default ``safe``) overlaid with the file's settings; the file may name its profile."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise UserError(f"config file not found: {path}")
+        try:
+            data = tomllib.loads(p.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise UserError(f"{path}: not valid TOML ({exc})") from None
+        file_profile = data.pop("profile", None)
+        if file_profile is not None and not isinstance(file_profile, str):
+            raise UserError(f"{path}: 'profile' must be a string")
+        profile = profile or file_profile
+    profile = profile or "safe"
+    if profile not in PROFILES:
+        raise UserError(f"unknown profile {profile!r} (known: {', '.join(sorted(PROFILES))})")
+    try:
+        return config_from_dict(data, default_config(profile)), profile
+    except ConfigError as exc:
+        raise UserError(f"{path or 'config'}: {exc}") from None
+
+
+def read_trace_text(path: str) -> str:
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"trace file not found: {path}")
+    raw = p.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        try:
+            raw = gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            raise UserError(f"{path}: damaged gzip file ({exc})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: not a text file") from None
+
+
+def write_text(path: str, text: str) -> None:
+    """Write atomically (a temp file renamed into place); ``.gz`` paths are compressed."""
+    p = Path(path)
+    if p.parent and not p.parent.exists():
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"cannot create {p.parent}: {exc.strerror}") from None
+    tmp = p.with_name(p.name + ".tmp")
+    data = text.encode("utf-8")
+    if p.suffix == ".gz":
+        data = gzip.compress(data, mtime=0)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, p)
+    except OSError as exc:
+        raise UserError(f"cannot write {path}: {exc.strerror}") from None
