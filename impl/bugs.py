@@ -29,8 +29,9 @@ FIX_PROPOSAL_KEEPS_EPOCHS = "fix-proposal-keeps-epochs"
 FIX_UNION_KEEPS_ALL_PROPOSALS = "fix-union-keeps-all-proposals"
 FIX_CONFIRM_SHORTCUT_USES_UNION = "fix-confirm-shortcut-uses-union"
 FIX_KEEP_OWN_EPOCH_ON_RESTART = "fix-keep-own-epoch-on-restart"
-FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT, FIX_PROPOSAL_KEEPS_EPOCHS,
-             FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION, FIX_KEEP_OWN_EPOCH_ON_RESTART)
+FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
+             FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
+             FIX_KEEP_OWN_EPOCH_ON_RESTART)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ BUGS: dict[str, Bug] = {
             "to maxPhyOffset first, which hides it there; the slave's reconnect loop (READY) still runs it."),
         Bug(ALTER_SKIP_SSS_EPOCH_CHECK, "CTL-ALTER-FENCED",
             "ReplicasInfoManager.alterSyncStateSet (check 5)",
-            "synthetic (check 4, the masterEpoch check, is implied by checks 3 and 5: see docs/findings/)",
+            "synthetic (check 4, the masterEpoch check, is implied by checks 3 and 5: see docs/analysis.md)",
             "alterSyncStateSet no longer compares the request's syncStateSetEpoch with the controller's, so an "
             "older proposal of the current master overwrites a newer one."),
         Bug(ELECT_IGNORES_LIVENESS, "CTL-CLEAN-ELECTION",

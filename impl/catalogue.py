@@ -14,6 +14,7 @@ first violation, with the id, the step and the state.
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -248,14 +249,16 @@ class Checker:
             want_me = 1 if kind == "ElectMaster" else 0
             want_se = 1 if (kind == "ElectMaster" and ev["newMasterElected"]) or kind == "AlterSyncStateSet" else 0
             if dme != want_me or dse != want_se:
-                self._fail("CTL-EPOCH-MONO", f"{kind} moved mE by {dme} and sE by {dse} (expected {want_me}, {want_se})",
+                self._fail("CTL-EPOCH-MONO",
+                           f"{kind} moved mE by {dme} and sE by {dse} (expected {want_me}, {want_se})",
                            event=ev, before=before, after=after)
         if kind == "ElectMaster" and after is not None and after.get("masterEpoch") is not None:
             key = (name, inc, after["masterEpoch"])
             master = after["master"]
             if key in self.epoch_masters and self.epoch_masters[key] != master:
                 self._fail("CTL-ONE-MASTER-PER-EPOCH",
-                           f"masterEpoch {after['masterEpoch']} of {name} had master {self.epoch_masters[key]}, now {master}",
+                           f"masterEpoch {after['masterEpoch']} of {name} had master "
+                           f"{self.epoch_masters[key]}, now {master}",
                            event=ev, after=after)
             self.epoch_masters[key] = master
             self.coverage.hit("election" if ev["newMasterElected"] else "election-none")
@@ -263,9 +266,10 @@ class Checker:
                 new = ev["newMasterBrokerId"]
                 if not ctx.get("unclean"):
                     alive = ctx.get("alive", {}).get(str(new))
-                    if new not in (before.get("syncStateSet") or []) or alive is False:
-                        self._fail("CTL-CLEAN-ELECTION",
-                                   f"broker {new} was elected while {'outside the SSS ' + str(before.get('syncStateSet')) if new not in (before.get('syncStateSet') or []) else 'not alive'}",
+                    old_sss = before.get("syncStateSet") or []
+                    if new not in old_sss or alive is False:
+                        why = f"outside the SSS {before.get('syncStateSet')}" if new not in old_sss else "not alive"
+                        self._fail("CTL-CLEAN-ELECTION", f"broker {new} was elected while {why}",
                                    event=ev, ctx=ctx, before=before)
                 elif new not in (before.get("syncStateSet") or []):
                     self.coverage.hit("unclean-election")
@@ -277,7 +281,8 @@ class Checker:
             if b.get("masterEpoch") != ctx.get("masterEpoch"):
                 problems.append(f"request mE {ctx.get('masterEpoch')} != controller mE {b.get('masterEpoch')}")
             if b.get("syncStateSetEpoch") != ctx.get("syncStateSetEpoch"):
-                problems.append(f"request sE {ctx.get('syncStateSetEpoch')} != controller sE {b.get('syncStateSetEpoch')}")
+                problems.append(f"request sE {ctx.get('syncStateSetEpoch')} != "
+                                f"controller sE {b.get('syncStateSetEpoch')}")
             if b.get("master") not in ev["newSyncStateSet"]:
                 problems.append(f"new SSS {ev['newSyncStateSet']} drops master {b.get('master')}")
             if problems:
@@ -313,7 +318,8 @@ class Checker:
         rim = ctl.rim
         for name, info in rim.sync_state_set_info_table.items():
             if info.master_broker_id is not None and info.master_broker_id not in info.sync_state_set:
-                self._fail("CTL-MASTER-IN-SSS", f"master {info.master_broker_id} not in SSS {sorted(info.sync_state_set)}",
+                self._fail("CTL-MASTER-IN-SSS",
+                           f"master {info.master_broker_id} not in SSS {sorted(info.sync_state_set)}",
                            controller=rim.snapshot())
                 return
             replicas = rim.replica_info_table.get(name)
@@ -436,14 +442,14 @@ class Checker:
                     return
                 ids[ident[2]] = b
         for b, (_, entries, node) in logs.items():
-            for (e1, s1), (e2, s2) in zip(entries, entries[1:]):
+            for (e1, s1), (e2, s2) in itertools.pairwise(entries):
                 if not (e1 < e2 and s1 < s2):
                     self._fail("EPOCH-FILE-WF", f"{b} has epoch entries {entries}", broker=b)
                     return
             if node is not None:
                 mem = node.store.epoch_cache._map
                 vals = list(mem.values())
-                for x, y in zip(vals, vals[1:]):
+                for x, y in itertools.pairwise(vals):
                     if x.end_offset != y.start_offset:
                         self._fail("EPOCH-FILE-WF", f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts",
                                    broker=b)
@@ -521,7 +527,8 @@ class Checker:
                     continue
                 whole = self._whole_end(holder)
                 if whole < need:
-                    self._fail("SYNC-CONFIRM-BOUND", f"master {b} confirms up to {confirm} (messages to {need}) but SSS "
+                    self._fail("SYNC-CONFIRM-BOUND",
+                               f"master {b} confirms up to {confirm} (messages to {need}) but SSS "
                                f"member {member} ({holder}) holds whole messages only to {whole}",
                                master=node.status(), member=holder)
                     return
@@ -564,7 +571,8 @@ class Checker:
             best[sid] = max(best.get(sid, -1), off)
         missing = [m for m in sorted(members) if m != self_id and best.get(m, -1) < end]
         if missing:
-            self._fail("SYNC-ACK-ALL", f"{obs['n']} acked {obs['key']} (end {end}) though SSS members {missing} had not "
+            self._fail("SYNC-ACK-ALL",
+                       f"{obs['n']} acked {obs['key']} (end {end}) though SSS members {missing} had not "
                        f"acked it (ack set {sorted(members)}, acks {ack['acks']})", obs=obs)
 
     def _on_expand(self, obs: dict[str, Any]) -> None:
@@ -672,7 +680,8 @@ class Checker:
             for key in acked[start:]:
                 if key not in keys:
                     self._fail("SYNC-SSS-HOLDS-ACKED", f"SSS member {member} ({name}) lacks {key}, which was "
-                               f"acknowledged PUT_OK (controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})",
+                               f"acknowledged PUT_OK (controller SSS {sorted(info.sync_state_set)}, "
+                               f"mE {info.master_epoch})",
                                key=key, member=name, broker=node.status() if node is not None else None)
                     return
             self._sss_verified[member] = (gen, len(acked))

@@ -98,7 +98,7 @@ class ClusterConfig:
 
     brokers: int = _sim(3, "replicas in the broker set")
     mode: str = _sim("controller", "'controller' (5.x AutoSwitchHA) or 'legacy' (4.x master/slave)")
-    election_priorities: list[int] = _sim(list, "per broker brokerElectionPriority (empty: default)")
+    election_priorities: list[int] = _sim(list, "per broker brokerElectionPriority (empty: default)")  # noqa: RUF009
 
 
 @dataclass
@@ -137,7 +137,7 @@ class FaultConfig:
     restart_after_max: int = _sim(20_000, "longest downtime of a crashed process")
     max_down: int = _sim(1, "brokers that may be down at the same time")
     lose_unflushed_tail: float = _sim(0.0, "probability that a broker crash is a power loss")
-    weights: dict[str, float] = _sim(dict, "relative weight of each fault kind (see faults.py)")
+    weights: dict[str, float] = _sim(dict, "relative weight of each fault kind (see faults.py)")  # noqa: RUF009
 
 
 @dataclass
@@ -289,8 +289,10 @@ def validate(cfg: Config) -> None:
         (0 < cfg.faults.restart_after_min <= cfg.faults.restart_after_max,
          "[faults] need 0 < restart_after_min <= max"),
         (0.0 <= cfg.faults.lose_unflushed_tail <= 1.0, "[faults] lose_unflushed_tail must be in [0, 1]"),
-        (cfg.store.flush_disk_type in ("ASYNC_FLUSH", "SYNC_FLUSH"), "[store] flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH"),
-        (cfg.store.broker_role in ("SYNC_MASTER", "ASYNC_MASTER"), "[store] brokerRole must be SYNC_MASTER or ASYNC_MASTER"),
+        (cfg.store.flush_disk_type in ("ASYNC_FLUSH", "SYNC_FLUSH"),
+         "[store] flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH"),
+        (cfg.store.broker_role in ("SYNC_MASTER", "ASYNC_MASTER"),
+         "[store] brokerRole must be SYNC_MASTER or ASYNC_MASTER"),
         (cfg.store.ha_transfer_batch_size > 0, "[store] haTransferBatchSize must be positive"),
         (cfg.store.min_in_sync_replicas >= 1, "[store] minInSyncReplicas must be >= 1"),
         (cfg.controller.elect_master_max_retry_count >= 1, "[controller] electMasterMaxRetryCount must be >= 1"),

@@ -3,6 +3,7 @@
     rmqha simulate --seed N [--steps K] [--profile P] [--config FILE] [--bug B]... [--fix F|all]... [--trace FILE]
     rmqha simulate --seeds A-B [--jobs J] [--out DIR] ...      (a batch: progress, triage, traces of failures)
     rmqha replay FILE                                          (exit 0 only if the run reproduces byte for byte)
+    rmqha show FILE [--around STEP]                            (a readable timeline of a trace)
     rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]      rmqha doctor
 
 Exit status: 0 success / no violation; 1 a violation (for a batch: one no documented finding explains) or a
@@ -20,8 +21,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from rmqha import __version__
@@ -51,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     which = s.add_mutually_exclusive_group()
     which.add_argument("--seed", type=int, help="one seed (default 1)")
     which.add_argument("--seeds", help="a range of seeds, e.g. 1-200")
-    s.add_argument("--steps", type=int, default=DEFAULT_STEPS, help=f"simulator steps per run (default {DEFAULT_STEPS})")
+    s.add_argument("--steps", type=int, default=DEFAULT_STEPS,
+                   help=f"simulator steps per run (default {DEFAULT_STEPS})")
     s.add_argument("--max-time", type=float, help="stop a run at this simulated time (seconds)")
     s.add_argument("--profile", help="safe (default), defaults, unclean, power-loss, legacy-sync, legacy-async")
     s.add_argument("--config", help="TOML file of settings (sections as in docs/configuration.md)")
@@ -66,6 +68,11 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("replay", help="re-run a trace and check it reproduces byte for byte")
     r.add_argument("file")
     r.add_argument("--json", action="store_true")
+
+    sh = sub.add_parser("show", help="print a readable timeline of a trace")
+    sh.add_argument("file")
+    sh.add_argument("--around", type=int, help="only steps near this step")
+    sh.add_argument("--window", type=int, default=400, help="with --around: this many steps either side")
 
     for name, text in (("invariants", "print the invariant catalogue"), ("bugs", "list bug and fix switches"),
                        ("findings", "list documented findings")):
@@ -148,14 +155,17 @@ def _cmd_simulate(args: argparse.Namespace, out: Console) -> int:
     if args.trace:
         write_text(args.trace, result.text or "")
     v = result.violation.to_dict() if result.violation else None
-    summary = {"seed": seed, "profile": profile, "bugs": names, "steps": result.steps, "simSeconds": result.sim_time / 1000,
+    summary = {"seed": seed, "profile": profile, "bugs": names, "steps": result.steps,
+               "simSeconds": result.sim_time / 1000,
                "wallSeconds": round(wall, 3), "violation": v, "hash": result.digest, "trace": args.trace,
                "coverage": result.coverage}
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
-        out.print(escape(f"seed {seed} [{profile}{' ' + ','.join(names) if names else ''}]: ") + f"{result.steps} steps, "
-                  f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({result.sim_time / 1000 / max(wall, 1e-9):.0f}x)")
+        label = f"seed {seed} [{profile}{' ' + ','.join(names) if names else ''}]: "
+        ratio = result.sim_time / 1000 / max(wall, 1e-9)
+        out.print(escape(label) + f"{result.steps} steps, "
+                  f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({ratio:.0f}x)")
         out.print(("[red]VIOLATION[/] " if v else "[green]ok[/] ") + _violation_line(v), highlight=False)
         if args.trace:
             out.print(f"trace: {args.trace}  ({result.digest})")
@@ -193,7 +203,8 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Any, profile: str, names
                  "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out)} for s in seeds]
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    progress = Progress(TextColumn("[bold]simulate[/]"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[stat]}"),
+    progress = Progress(TextColumn("[bold]simulate[/]"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[stat]}"),
                         TimeElapsedColumn(), console=Console(stderr=True), disable=args.json or not sys.stderr.isatty())
     with progress:
         task = progress.add_task("seeds", total=len(seeds), stat="")
@@ -271,12 +282,25 @@ def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
     if args.json:
         print(json.dumps(report, sort_keys=True))
     else:
-        out.print(("[green]reproduced[/] " if ok else "[red]NOT reproduced[/] ") + f"{args.file}: {result.steps} steps, "
+        verdict = "[green]reproduced[/] " if ok else "[red]NOT reproduced[/] "
+        out.print(verdict + f"{args.file}: {result.steps} steps, "
                   f"{_violation_line(now)}", highlight=False)
         if not ok:
             out.print(f"recorded {footer.get('hash')} / {_violation_line(recorded)}; replay {result.digest}"
                       + (f"; first different line {first_diff}" if first_diff else ""), highlight=False)
     return 0 if ok else 1
+
+
+def _cmd_show(args: argparse.Namespace, out: Console) -> int:
+    from rmqha.timeline import render
+
+    text = read_trace_text(args.file)
+    try:
+        header, lines, footer = parse(text)
+    except TraceFormatError as exc:
+        raise UserError(f"{args.file}: {exc}") from None
+    print(render(header, lines, footer, args.around, args.window))
+    return 0
 
 
 # ---------------------------------------------------------------------------------------- listings
@@ -336,8 +360,8 @@ def _cmd_doctor(args: argparse.Namespace, out: Console) -> int:
     return 0 if ok else 1
 
 
-COMMANDS = {"simulate": _cmd_simulate, "replay": _cmd_replay, "invariants": _cmd_invariants, "bugs": _cmd_bugs,
-            "findings": _cmd_findings, "doctor": _cmd_doctor}
+COMMANDS = {"simulate": _cmd_simulate, "replay": _cmd_replay, "show": _cmd_show, "invariants": _cmd_invariants,
+            "bugs": _cmd_bugs, "findings": _cmd_findings, "doctor": _cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

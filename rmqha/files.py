@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from rmqha.impl.config import Config, ConfigError, PROFILES, config_from_dict, default_config
+from rmqha.impl.config import PROFILES, Config, ConfigError, config_from_dict, default_config
 
 
 class UserError(Exception):

@@ -123,8 +123,9 @@ class LegacyBrokerNode(Actor):
         self._reply(req.src, req.cmd, status, req.offset, req.size)
 
     def _reply(self, src: str, cmd: Command, status: PutMessageStatus, offset: int | None, size: int | None) -> None:
-        code = {PutMessageStatus.PUT_OK: ResponseCode.SUCCESS, PutMessageStatus.FLUSH_SLAVE_TIMEOUT:
-                ResponseCode.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+        code = {PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+                PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+                PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
                 PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE}[status]
         header: dict[str, Any] = {"status": status.value, "key": cmd.header["key"]}
         if offset is not None:

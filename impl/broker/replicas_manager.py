@@ -366,7 +366,8 @@ class ReplicasManager:
         if new_epoch > self.master_epoch:
             if address and master is not None:
                 if master == self.broker_controller_id:
-                    self._change_to_master(new_epoch, body.get("syncStateSetEpoch", 0), set(body.get("syncStateSet", [])))
+                    self._change_to_master(new_epoch, body.get("syncStateSetEpoch", 0),
+                                           set(body.get("syncStateSet", [])))
                 else:
                     self._change_to_slave(address, new_epoch, master)
             else:
@@ -395,7 +396,8 @@ class ReplicasManager:
 
     def _on_sync_state_set_changed(self, sss: set[int]) -> None:
         """The HA service's listener: the report runs later, on its single-threaded executor."""
-        epochs = (self.master_epoch, self.sync_state_set_epoch) if B.FIX_PROPOSAL_KEEPS_EPOCHS in self.node.bugs else None
+        keep = B.FIX_PROPOSAL_KEEPS_EPOCHS in self.node.bugs
+        epochs = (self.master_epoch, self.sync_state_set_epoch) if keep else None
         self.ha_listener_executor.submit(self._do_report_sync_state_set_changed(sss, epochs))
 
     def _do_report_sync_state_set_changed(self, new_sss: set[int],

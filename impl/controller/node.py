@@ -372,7 +372,8 @@ class ControllerNode(Actor):
         header = {"masterAddress": result.header.get("masterAddress"), "masterBrokerId": master,
                   "masterEpoch": result.header.get("masterEpoch"),
                   "syncStateSetEpoch": result.header.get("syncStateSetEpoch")}
-        sss = {"syncStateSet": body.get("syncStateSet", []), "syncStateSetEpoch": result.header.get("syncStateSetEpoch")}
+        sss = {"syncStateSet": body.get("syncStateSet", []),
+               "syncStateSetEpoch": result.header.get("syncStateSetEpoch")}
         for bid, addr in sorted(group["brokerAddrs"].items()):
             if self._alive(group["cluster"], group["brokerName"], int(bid)) and addr:
                 self.send(addr.split(":")[0], Command(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, 0, dict(header),

@@ -266,10 +266,12 @@ class ReplicasInfoManager:
         for replica in sorted(new_sss):  # HashSet<Long> iteration order for small ids
             if not replicas.is_broker_exist(replica):
                 return result.fail(ResponseCode.CONTROLLER_INVALID_REPLICAS,
-                                   f"Rejecting alter syncStateSet request because the replicas {{{replica}}} don't exist")
+                                   "Rejecting alter syncStateSet request because the replicas "
+                                   f"{{{replica}}} don't exist")
             if not alive(replicas.cluster_name, replicas.broker_name, replica):
                 return result.fail(ResponseCode.CONTROLLER_BROKER_NOT_ALIVE,
-                                   f"Rejecting alter syncStateSet request because the replicas {{{replica}}} don't alive")
+                                   "Rejecting alter syncStateSet request because the replicas "
+                                   f"{{{replica}}} don't alive")
         if info.master_broker_id not in new_sss:
             return result.fail(ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED,
                                f"Rejecting alter syncStateSet request because the newSyncStateSet don't contains "
@@ -504,7 +506,8 @@ class ReplicasInfoManager:
             replicas = self.replica_info_table.get(name)
             info = self.sync_state_set_info_table.get(name)
             out[name] = {
-                "replicas": None if replicas is None else {str(i): list(v) for i, v in sorted(replicas.broker_id_info.items())},
+                "replicas": None if replicas is None else {
+                    str(i): list(v) for i, v in sorted(replicas.broker_id_info.items())},
                 "nextId": None if replicas is None else replicas.next_assign_broker_id,
                 "masterEpoch": None if info is None else info.master_epoch,
                 "syncStateSetEpoch": None if info is None else info.sync_state_set_epoch,

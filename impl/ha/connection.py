@@ -12,8 +12,8 @@ Rules:
   holds it. Each batch is at most ``haTransferBatchSize`` bytes and never crosses the current epoch's end
   (the batch is cut there and the next entry becomes current) nor a mapped-file end. The header is built
   after that switch, so it names the batch's epoch, or for an epoch's last batch the next epoch, whose
-  start is exactly the batch's end. Idle for ``haSendHeartbeatInterval`` (5 s): an empty TRANSFER frame. Nothing to send: the slave is
-  recorded as caught up now.
+  start is exactly the batch's end. Idle for ``haSendHeartbeatInterval`` (5 s): an empty TRANSFER frame.
+  Nothing to send: the slave is recorded as caught up now.
 * Expansion (``maybeExpandInSyncStateSet``): not an async learner and ack >= the master's max at the last
   transfer; caught-up time := now if the ack equals the master's max, else the last transfer time.
 * QUIRK (#9689): a header for a batch whose epoch entry is gone is not built, yet the body is still
@@ -106,7 +106,7 @@ class AutoSwitchHAConnection:
         interval = self.service.store_cfg.ha_housekeeping_interval
         idle = self.host.now - self.last_read_timestamp
         if idle > interval:
-            self.close("ha housekeeping: no read for %d ms" % idle)
+            self.close(f"ha housekeeping: no read for {idle} ms")
             return
         self.host.after(interval - idle + 1, self._housekeeping)
 
@@ -205,7 +205,8 @@ class AutoSwitchHAConnection:
             if entry is not None and entry.epoch != self.service.epoch_cache.last_epoch():
                 self.current_transfer_epoch_end_offset = entry.end_offset
         end = self.current_transfer_epoch_end_offset
-        if end != -1 and self.next_transfer_from_where + size > end and B.TRANSFER_CROSSES_EPOCH not in self.service.bugs:
+        crosses = end != -1 and self.next_transfer_from_where + size > end
+        if crosses and B.TRANSFER_CROSSES_EPOCH not in self.service.bugs:
             nxt = self.service.epoch_cache.next_entry(self.current_transfer_epoch)
             if nxt is None:  # "Can't find a bigger epochEntry than epoch"
                 self.host.observe("ha.no-next-epoch", conn=self.conn, epoch=self.current_transfer_epoch)

@@ -32,9 +32,9 @@ class NameServerNode(Actor):
         elif cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC:
             name = cmd.header["brokerName"]
             addrs = self.broker_addrs.get(name, {})
-            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"brokerName": name,
-                                                                   "masterAddr": addrs.get(MASTER_ID),
-                                                                   "brokerAddrs": {str(k): v for k, v in sorted(addrs.items())}}))
+            header = {"brokerName": name, "masterAddr": addrs.get(MASTER_ID),
+                      "brokerAddrs": {str(k): v for k, v in sorted(addrs.items())}}
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, header))
         elif not cmd.oneway:
             self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
 

@@ -385,7 +385,8 @@ class Simulation(WorldView):
             self._note("net.unknown-destination", src=src, dst=dst)
             return
         if not self.up[dst] or self.is_blocked(src, dst):
-            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why="down" if not self.up[dst] else "partition")
+            why = "down" if not self.up[dst] else "partition"
+            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why=why)
             return
         cfg = self.cfg.network
         window = self.now < self.net_window[3]

@@ -1,0 +1,101 @@
+"""Derive a minimal replayable trace for every documented finding (docs/findings/traces/<id>.jsonl.gz).
+
+For each finding: run seeds of the safe profile with every *other* finding's fix on; keep runs whose violation
+the finding explains (with its own fix the violation is gone); take the earliest, shrink its fault schedule
+by delta debugging, check that the shrunk run still fails and is clean with the fix, and write its trace and
+an index (docs/findings/index.json) that tests/test_findings.py replays.
+
+    python scripts/derive_findings.py [--seeds 60] [--only F-ID]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from rmqha.impl import bugs as B
+from rmqha.impl.config import default_config
+from rmqha.impl.findings import FINDINGS
+from rmqha.impl.sim.faults import explicit_from_trace
+from rmqha.impl.sim.runner import run
+from rmqha.impl.sim.shrink import shrink
+
+from rmqha.files import write_text
+
+STEPS = 20_000
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "docs" / "findings"
+
+
+def others(fid: str) -> list[str]:
+    return sorted(f for f in B.FIXES_ALL if f != FINDINGS[fid].fix)
+
+
+def probe(args: tuple[str, int]) -> tuple[str, int, int | None]:
+    fid, seed = args
+    cfg = default_config("safe")
+    r = run(cfg, seed, STEPS, bugs=others(fid), record=False)
+    if r.violation is None or r.violation.invariant not in FINDINGS[fid].invariants:
+        return fid, seed, None
+    fixed = run(cfg, seed, STEPS, bugs=sorted([*others(fid), FINDINGS[fid].fix]), record=False)
+    explained = fixed.violation is None or fixed.violation.step > r.violation.step
+    return fid, seed, r.violation.step if explained else None
+
+
+def derive(fid: str, seeds: list[int]) -> dict:
+    cfg = default_config("safe")
+    bugs = others(fid)
+    for seed in seeds:
+        r = run(cfg, seed, STEPS, bugs=bugs)
+        inv = r.violation.invariant
+        lines = [json.loads(x) for x in r.text.splitlines()[1:-1]]
+        schedule = [{k: v for k, v in a.items() if k != "fault"} for a in explicit_from_trace(lines)]
+        max_time = r.violation.time + 500
+        res = shrink(cfg, seed, STEPS, bugs, schedule, inv, max_time, 200)
+        final = run(cfg, seed, STEPS, bugs=bugs, schedule=res.schedule, max_time=max_time, profile="safe")
+        fixed = run(cfg, seed, STEPS, bugs=sorted([*bugs, FINDINGS[fid].fix]), schedule=res.schedule, max_time=max_time,
+                    record=False)
+        if final.violation is None or fixed.violation is not None:
+            print(f"{fid}: seed {seed} does not shrink into a clean demonstration; next")
+            continue
+        path = OUT / "traces" / f"{fid}.jsonl.gz"
+        write_text(str(path), final.text)
+        return {"id": fid, "seed": seed, "invariant": final.violation.invariant, "step": final.violation.step,
+                "t": final.violation.time, "message": final.violation.message, "faults": len(res.schedule),
+                "faultsBeforeShrinking": len(schedule), "trace": f"traces/{fid}.jsonl.gz", "hash": final.digest,
+                "otherFixes": bugs}
+    raise SystemExit(f"{fid}: no usable seed")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seeds", type=int, default=60)
+    ap.add_argument("--only")
+    args = ap.parse_args()
+    ids = [args.only] if args.only else list(FINDINGS)
+    hits: dict[str, list[tuple[int, int]]] = {}
+    with ProcessPoolExecutor() as pool:
+        for fid, seed, step in pool.map(probe, [(f, s) for f in ids for s in range(1, args.seeds + 1)]):
+            if step is not None:
+                hits.setdefault(fid, []).append((step, seed))
+    index_path = OUT / "index.json"
+    index = json.loads(index_path.read_text()) if index_path.exists() else {}
+    for fid in ids:
+        found = sorted(hits.get(fid, []))
+        print(f"{fid}: {len(found)} of {args.seeds} seeds")
+        if not found:
+            print(f"  not found: widen --seeds (e.g. --only {fid} --seeds 400)")
+            continue
+        entry = derive(fid, [s for _, s in found])
+        entry["seedsHit"] = len(found)
+        entry["seedsSearched"] = args.seeds
+        index[fid] = entry
+        print(f"  seed {entry['seed']}: {entry['invariant']} at step {entry['step']}, {entry['faults']} fault(s) "
+              f"(from {entry['faultsBeforeShrinking']})")
+        write_text(str(index_path), json.dumps(index, indent=1, sort_keys=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
