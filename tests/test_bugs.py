@@ -2,7 +2,6 @@
 run has no violation with it off (impl/scenarios.py)."""
 
 import pytest
-
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import BY_ID, Checker
 from rmqha.impl.scenarios import SCENARIOS
