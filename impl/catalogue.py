@@ -191,6 +191,7 @@ class Checker:
         self._fingerprints: dict[str, tuple] = {}
         self._sss_verified: dict[int, tuple[Any, int]] = {}
         self._id_key: tuple = ()
+        self._ids_step = -1
         self._ids: dict[int, str] = {}
         self._pair_fp: dict[tuple[str, str], tuple] = {}
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
@@ -534,11 +535,14 @@ class Checker:
                     return
 
     def _broker_by_id(self, broker_id: int) -> str | None:
-        disks = self.world.disks
-        key = tuple(disks[b].broker_identity for b in self.world.brokers)
-        if key != self._id_key:
-            self._id_key = key
-            self._ids = {ident[2]: b for b, ident in zip(self.world.brokers, key) if ident is not None}
+        world = self.world
+        if self._ids_step != world.step:  # identities only change inside a step; look once per step
+            self._ids_step = world.step
+            disks = world.disks
+            key = tuple(disks[b].broker_identity for b in world.brokers)
+            if key != self._id_key:
+                self._id_key = key
+                self._ids = {ident[2]: b for b, ident in zip(world.brokers, key) if ident is not None}
         return self._ids.get(broker_id)
 
     def _whole_end(self, broker: str) -> int:

@@ -26,8 +26,12 @@ FORMAT = "rmqha-trace"
 VERSION = 1
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def canonical(obj: Any) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    """``json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)``, with one shared encoder."""
+    return _ENCODER.encode(obj)
 
 
 class TraceRecorder:
