@@ -184,6 +184,7 @@ class Checker:
         self.seen_pending: list[str] = []
         self.epoch_masters: dict[tuple[str, int, int], int | None] = {}  # (set, incarnation, mE) -> master
         self.set_incarnation: dict[str, int] = {}
+        self.ctl_epoch_marks: dict[tuple[str, int], tuple[int, int]] = {}  # (set, incarnation) -> highest (mE, sE)
         self.broker_epochs: dict[tuple[str, int], tuple[int, int]] = {}  # (broker, inc) -> (mE, sE)
         self.handshake_versions: dict[int, int] = {}
         self._pairs: dict[tuple[str, str], _PairCache] = {}
@@ -318,6 +319,13 @@ class Checker:
             return
         rim = ctl.rim
         for name, info in rim.sync_state_set_info_table.items():
+            mark_key = (name, self.set_incarnation.get(name, 0))
+            mark = self.ctl_epoch_marks.get(mark_key, (0, 0))
+            if info.master_epoch < mark[0] or info.sync_state_set_epoch < mark[1]:
+                self._fail("CTL-EPOCH-MONO", f"{name} is at mE {info.master_epoch} sE {info.sync_state_set_epoch} "
+                           f"after mE {mark[0]} sE {mark[1]}", controller=rim.snapshot())
+                return
+            self.ctl_epoch_marks[mark_key] = (info.master_epoch, info.sync_state_set_epoch)
             if info.master_broker_id is not None and info.master_broker_id not in info.sync_state_set:
                 self._fail("CTL-MASTER-IN-SSS",
                            f"master {info.master_broker_id} not in SSS {sorted(info.sync_state_set)}",
@@ -334,11 +342,11 @@ class Checker:
 
     def _on_brk_role(self, obs: dict[str, Any]) -> None:
         name = obs["n"]
-        if obs["masterEpoch"] <= obs["previous"]:
-            self._fail("BRK-EPOCH-MONO", f"{name} changed role to {obs['role']} at mE {obs['masterEpoch']} "
-                       f"from mE {obs['previous']}", obs=obs)
         key = (name, self.world.inc[name])
-        _, se = self.broker_epochs.get(key, (0, 0))
+        held, se = self.broker_epochs.get(key, (0, 0))
+        if obs["masterEpoch"] <= max(obs["previous"], held):  # the broker's own word, and what it held before
+            self._fail("BRK-EPOCH-MONO", f"{name} changed role to {obs['role']} at mE {obs['masterEpoch']} "
+                       f"from mE {max(obs['previous'], held)}", obs=obs)
         self.broker_epochs[key] = (obs["masterEpoch"], se)
         if obs["role"] == "MASTER":
             self.coverage.hit("became-master" if not obs.get("again") else "master-again")
