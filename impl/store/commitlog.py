@@ -230,10 +230,13 @@ class MessageStore:
         return self.disk.flushed if self.cfg.flush_disk_type == "SYNC_FLUSH" else self.max_phy_offset
 
     def get_confirm_offset_directly(self) -> int:
-        """``CommitLog.getConfirmOffsetDirectly``: no lazy computation."""
-        if self.controller_mode and self.role != BrokerRole.SLAVE and not self.fenced:
+        """``CommitLog.getConfirmOffsetDirectly``: no lazy computation, and (unlike ``getConfirmOffset``) no
+        allAckInSyncStateSet shortcut: only a master alone in its local SyncStateSet answers its max offset."""
+        if not self.controller_mode:
+            return self.max_phy_offset
+        if self.role != BrokerRole.SLAVE and not self.fenced:
             assert self.ha is not None
-            if self.ha.local_sync_state_set_size() == 1 or not self.cfg.all_ack_in_sync_state_set:
+            if self.ha.local_sync_state_set_size() == 1:
                 return self.max_phy_offset
         return self.confirm_offset
 
