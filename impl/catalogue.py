@@ -195,6 +195,7 @@ class Checker:
         self._ids_step = -1
         self._ids: dict[int, str] = {}
         self._pair_fp: dict[tuple[str, str], tuple] = {}
+        self._shared: dict[tuple[str, str], tuple[tuple, tuple, list]] = {}
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         for kind, fn in [
@@ -482,14 +483,14 @@ class Checker:
                 if self._pair_fp.get((a, bname)) == fp:
                     continue  # neither log nor epoch list moved since this pair was last verified
                 self._pair_fp[(a, bname)] = fp
-                common = set(ea) & set(eb)
-                if not common:
+                shared = self._shared_epochs(a, bname, fp[2], fp[5])
+                if not shared:
                     continue
-                ends_a = _epoch_ends(ea, len(da))
-                ends_b = _epoch_ends(eb, len(db))
                 gens = (disks[a].generation, disks[bname].generation)
-                for epoch, start in sorted(common):
-                    end_a, end_b = ends_a[epoch], ends_b[epoch]
+                la, lb = len(da), len(db)
+                for epoch, start, next_a, next_b in shared:
+                    end_a = la if next_a is None else next_a
+                    end_b = lb if next_b is None else next_b
                     hi = min(end_a, end_b)
                     ckey = (a, bname, epoch, start)
                     cached = self._pairs.get(ckey)
@@ -503,6 +504,18 @@ class Checker:
                                    f"byte {at} (epoch ends {end_a} / {end_b})", entries={a: ea, bname: eb})
                         return
                     self._pairs[ckey] = _PairCache(max(hi, lo), gens)
+
+    def _shared_epochs(self, a: str, b: str, ea: tuple, eb: tuple) -> list[tuple[int, int, int | None, int | None]]:
+        """The (epoch, start) entries two epoch lists share, in order, each with the start of the entry after it
+        on either side (None: the epoch runs to the log end). Cached per pair until either list changes."""
+        cached = self._shared.get((a, b))
+        if cached is not None and cached[0] == ea and cached[1] == eb:
+            return cached[2]
+        next_a = _next_starts(ea)
+        next_b = _next_starts(eb)
+        shared = [(e, st, next_a[e], next_b[e]) for e, st in sorted(set(ea) & set(eb))]
+        self._shared[(a, b)] = (ea, eb, shared)
+        return shared
 
     def _check_confirm_bound(self) -> None:
         world = self.world
@@ -710,9 +723,9 @@ class Checker:
         return keys
 
 
-def _epoch_ends(entries: list[tuple[int, int]], log_end: int) -> dict[int, int]:
-    """Each epoch's end: the next entry's start, or the log end for the last one."""
-    return {e: (entries[i + 1][1] if i + 1 < len(entries) else log_end) for i, (e, _) in enumerate(entries)}
+def _next_starts(entries: tuple[tuple[int, int], ...]) -> dict[int, int | None]:
+    """Each epoch's next entry start, or None for the last one (whose end is the log end)."""
+    return {e: (entries[i + 1][1] if i + 1 < len(entries) else None) for i, (e, _) in enumerate(entries)}
 
 
 def catalogue_rows() -> list[dict[str, str]]:
