@@ -251,12 +251,18 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Any, profile: str, names
 # -------------------------------------------------------------------------------------------- replay
 
 
-def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
-    text = read_trace_text(args.file)
+def _read_trace(path: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
+    """A trace file's text and its parsed header, step lines and footer; a bad file is a one-line UserError."""
+    text = read_trace_text(path)
     try:
-        header, _lines, footer = parse(text)
+        header, lines, footer = parse(text)
     except TraceFormatError as exc:
-        raise UserError(f"{args.file}: {exc}") from None
+        raise UserError(f"{path}: {exc}") from None
+    return text, header, lines, footer
+
+
+def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
+    text, header, _lines, footer = _read_trace(args.file)
     try:
         names = list(header.get("bugs") or [])
         B.check_names(names)
@@ -294,11 +300,7 @@ def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
 def _cmd_show(args: argparse.Namespace, out: Console) -> int:
     from rmqha.timeline import render
 
-    text = read_trace_text(args.file)
-    try:
-        header, lines, footer = parse(text)
-    except TraceFormatError as exc:
-        raise UserError(f"{args.file}: {exc}") from None
+    _text, header, lines, footer = _read_trace(args.file)
     print(render(header, lines, footer, args.around, args.window))
     return 0
 

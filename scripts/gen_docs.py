@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import sys
 from pathlib import Path
 
@@ -26,15 +27,16 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
+@functools.cache
+def _test_sources() -> tuple[tuple[str, str], ...]:
+    """(relative path, text) of every test module, read once."""
+    return tuple((f"{d}/{p.name}", p.read_text()) for d in ("tests", "property_tests")
+                 for p in sorted((ROOT / d).glob("test_*.py")))
+
+
 def _tests_naming(ident: str) -> list[str]:
     """Test modules that name ``ident`` (by its id or its TLA+ operator name)."""
-    hits = []
-    for d in ("tests", "property_tests"):
-        for p in sorted((ROOT / d).glob("test_*.py")):
-            text = p.read_text()
-            if ident in text or ident.replace("-", "_") in text:
-                hits.append(f"{d}/{p.name}")
-    return hits
+    return [rel for rel, text in _test_sources() if ident in text or ident.replace("-", "_") in text]
 
 
 def invariants_md() -> str:
