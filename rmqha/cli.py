@@ -5,6 +5,8 @@
     rmqha replay FILE                                          (exit 0 only if the run reproduces byte for byte)
     rmqha show FILE [--around STEP]                            (a readable timeline of a trace)
     rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]      rmqha doctor
+    rmqha check [CONFIG ...] [--ci] [--workers N] [--record] [--json]   (TLA+ configs with TLC, vs spec/manifest.json)
+    rmqha model-check --config NAME [--no-symmetry] [--json]            (the executable model's BFS)
 
 Exit status: 0 success / no violation; 1 a violation (for a batch: one no documented finding explains) or a
 replay that does not reproduce; 2 a usage or input error (one line on stderr, never a traceback).
@@ -79,6 +81,19 @@ def _parser() -> argparse.ArgumentParser:
         q = sub.add_parser(name, help=text)
         q.add_argument("--json", action="store_true")
     sub.add_parser("doctor", help="check Java 17 and the toolchain")
+
+    c = sub.add_parser("check", help="run the TLA+ configs (spec/) with TLC against spec/manifest.json")
+    c.add_argument("configs", nargs="*", help="config names or .cfg paths (default: every config of the manifest)")
+    c.add_argument("--ci", action="store_true", help="only the configs the manifest marks for CI")
+    c.add_argument("--workers", type=int, default=0, help="TLC workers (default: CPU count)")
+    c.add_argument("--out", default="runs/spec", help="where counterexample traces go (default runs/spec)")
+    c.add_argument("--record", action="store_true", help="write the measured counts into spec/manifest.json")
+    c.add_argument("--json", action="store_true")
+
+    m = sub.add_parser("model-check", help="breadth-first search of the executable model on a spec config")
+    m.add_argument("--config", required=True, help="a config name of spec/manifest.json, e.g. small")
+    m.add_argument("--no-symmetry", action="store_true", help="count states, not orbits")
+    m.add_argument("--json", action="store_true")
     return p
 
 
@@ -362,8 +377,79 @@ def _cmd_doctor(args: argparse.Namespace, out: Console) -> int:
     return 0 if ok else 1
 
 
-COMMANDS = {"simulate": _cmd_simulate, "replay": _cmd_replay, "show": _cmd_show, "invariants": _cmd_invariants,
-            "bugs": _cmd_bugs, "findings": _cmd_findings, "doctor": _cmd_doctor}
+def _cmd_check(args: argparse.Namespace, out: Console) -> int:
+    from pathlib import Path
+
+    from rmqha import speccheck
+    from rmqha.javacheck import java_status
+
+    ok_java, line = java_status()
+    if not ok_java:
+        raise UserError(line)
+    manifest = speccheck.load_manifest()
+    names = speccheck.resolve(args.configs, manifest, ci_only=args.ci)
+    workers = args.workers or os.cpu_count() or 1
+    results = []
+    with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True),
+                  disable=args.json, transient=True) as prog:
+        for name in names:
+            task = prog.add_task(f"{name}: starting TLC")
+
+            def progress(d: dict[str, Any], task: Any = task, name: str = name) -> None:
+                prog.update(task, description=f"{name}: {d.get('distinct', 0):,} distinct, "
+                                              f"{d.get('queue', 0):,} queued")
+
+            r = speccheck.run_one_tlc(name, manifest, workers=workers, on_progress=progress,
+                                      trace_dir=Path(args.out))
+            prog.remove_task(task)
+            results.append(r)
+            if not args.json:
+                mark = "[green]ok[/]" if r["ok"] else "[red]FAIL[/]"
+                got = r["violated"] or r["status"]
+                extra = f" model replay: {'ok' if r.get('modelReplay', {}).get('ok') else r.get('modelReplay')}" \
+                    if "modelReplay" in r else ""
+                out.print(f"{mark} {name}: {got} (expected {r['expect']}), {r['distinct'] or 0:,} distinct, "
+                          f"{r['generated'] or 0:,} generated, depth {r['depth']}, {r['seconds']} s{extra}"
+                          + (f" — {escape(r['message'])}" if r["message"] and not r["ok"] else ""))
+    if args.record:
+        for r in results:
+            if r["status"] != "error":
+                manifest["configs"][r["config"]]["measured"] = {
+                    k: r[k] for k in ("distinct", "generated", "depth", "seconds")} | {"workers": workers}
+        (speccheck.SPEC_DIR / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    if args.json:
+        print(json.dumps(results, indent=2))
+    return 0 if all(r["ok"] for r in results) else 1
+
+
+def _cmd_model_check(args: argparse.Namespace, out: Console) -> int:
+    from rmqha import speccheck
+
+    manifest = speccheck.load_manifest()
+    name = speccheck.resolve([args.config], manifest)[0]
+    err = Console(stderr=True)
+    with err.status(f"{name}: exploring") as status:
+        r = speccheck.model_check(name, symmetry=False if args.no_symmetry else None,
+                                  on_progress=lambda d: status.update(
+                                      f"{name}: {d['distinct']:,} distinct, {d['queue']:,} queued, depth {d['depth']}"))
+    expect = manifest["configs"][name]["expect"]
+    r["expect"] = expect
+    r["ok"] = (r["violated"] or "pass") == expect
+    if args.json:
+        print(json.dumps(r, indent=2))
+    else:
+        mark = "[green]ok[/]" if r["ok"] else "[red]FAIL[/]"
+        out.print(f"{mark} {name}: {r['violated'] or r['status']} (expected {expect}), {r['distinct']:,} distinct "
+                  f"({'orbits' if r['symmetry'] else 'states'}), {r['generated']:,} generated, depth {r['depth']}, "
+                  f"{r['seconds']} s")
+        if r.get("trace"):
+            out.print("  trace: " + " → ".join(" ".join(map(str, x)) for x in r["trace"][1:]))
+    return 0 if r["ok"] else 1
+
+
+COMMANDS = {"check": _cmd_check, "model-check": _cmd_model_check, "simulate": _cmd_simulate, "replay": _cmd_replay,
+            "show": _cmd_show, "invariants": _cmd_invariants, "bugs": _cmd_bugs, "findings": _cmd_findings,
+            "doctor": _cmd_doctor}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,174 @@
+"""``rmqha check`` and ``rmqha model-check``: run the spec's configs with TLC or the model's BFS, against
+``spec/manifest.json`` (expected outcome and measured counts per config), and write counterexamples as model
+traces in the kit's format."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from rmqha.files import UserError
+from rmqha.impl.trace import canonical
+from rmqha.models.controller_mode import ModelConfig
+from rmqha.models.explore import bfs
+from rmqha.models.trace_io import (
+    broker_names,
+    first_violation,
+    model_trace_lines,
+    replay_states,
+    state_from_tla,
+)
+from rmqha.tlc import TLAValueError, read_cfg, run_tlc, simulate_tlc
+
+SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+PROP_PREFIX = "Prop_"
+
+
+def load_manifest(spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
+    path = spec_dir / "manifest.json"
+    if not path.exists():
+        raise UserError(f"no spec manifest at {path}")
+    return json.loads(path.read_text())
+
+
+def resolve(targets: list[str], manifest: dict[str, Any], ci_only: bool = False) -> list[str]:
+    """Config names from names, ``.cfg`` paths or (empty) every config of the manifest."""
+    configs = manifest["configs"]
+    if not targets:
+        return [n for n, c in configs.items() if c["ci"] or not ci_only]
+    out = []
+    for t in targets:
+        name = Path(t).name.removesuffix(".cfg")
+        if name not in configs:
+            raise UserError(f"unknown spec config {t!r} (known: {', '.join(configs)})")
+        out.append(name)
+    return out
+
+
+def model_config(name: str, spec_dir: Path = SPEC_DIR) -> tuple[ModelConfig, dict[str, Any]]:
+    try:
+        cfgd = read_cfg(spec_dir / f"{name}.cfg")
+    except (OSError, TLAValueError) as exc:
+        raise UserError(f"cannot read {name}.cfg: {exc}") from None
+    return ModelConfig.from_constants(cfgd["constants"]), cfgd
+
+
+def checked_names(cfgd: dict[str, Any]) -> list[str]:
+    return [n for n in cfgd["invariants"] if n != "TypeOK"] + [p.removeprefix(PROP_PREFIX)
+                                                                for p in cfgd["properties"]]
+
+
+def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: int = 1,
+                on_progress: Callable[[dict], None] | None = None, trace_dir: Path | None = None,
+                spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
+    """Run one config with TLC; compare with the manifest; convert a counterexample into a model trace."""
+    entry = manifest["configs"][name]
+    spec, cfg_path = spec_dir / entry["spec"], spec_dir / entry["config"]
+    if entry["mode"] == "simulate":
+        res = simulate_tlc(spec, cfg_path, depth=60, num=2000, seed=seed, workers=workers)
+    else:
+        res = run_tlc(spec, cfg_path, workers=workers, on_progress=on_progress)
+    violated = res.violated.removeprefix(PROP_PREFIX) if res.violated else None
+    out: dict[str, Any] = {"config": name, "status": res.status, "violated": violated, "distinct": res.distinct,
+                           "generated": res.generated, "depth": res.depth, "seconds": round(res.seconds, 2),
+                           "expect": entry["expect"], "message": res.message}
+    if res.status == "error":
+        out["ok"] = False
+        return out
+    got = violated or "pass"
+    out["ok"] = got == entry["expect"]
+    measured = entry.get("measured") or {}
+    # counts are exact for a complete search; where a violation stops it they depend on the workers' timing
+    if out["ok"] and entry["mode"] == "bfs" and got == "pass" and measured.get("distinct") not in (None, res.distinct):
+        out["ok"] = False
+        out["message"] = f"distinct states {res.distinct} != manifest {measured['distinct']}"
+    if res.trace:
+        cfg, cfgd = model_config(name, spec_dir)
+        names = broker_names(cfg.Brokers)
+        states = [state_from_tla(t.vars, names) for t in res.trace if t.kind == "state"]
+        try:
+            steps = replay_states(cfg, states)
+            v = first_violation(cfg, steps, checked_names(cfgd))
+            out["modelReplay"] = {"ok": v is not None and v[1] == violated, "violated": None if v is None else v[1],
+                                  "step": None if v is None else v[0]}
+        except ValueError as exc:
+            steps, v = [], None
+            out["modelReplay"] = {"ok": False, "error": str(exc)}
+            out["ok"] = False
+        if trace_dir is not None and steps:
+            header = {"format": "rmqha-trace", "version": 1, "source": "tlc", "spec": entry["spec"],
+                      "configName": name, "constants": cfg_constants_json(cfgd)}
+            path = trace_dir / f"{name}.trace.jsonl"
+            write_model_trace(path, model_trace_lines(header, cfg, steps, v))
+            out["trace"] = str(path)
+    return out
+
+
+def cfg_constants_json(cfgd: dict[str, Any]) -> dict[str, Any]:
+    return {k: (sorted(str(x) for x in v) if isinstance(v, frozenset) else v if isinstance(v, bool | int) else str(v))
+            for k, v in cfgd["constants"].items()}
+
+
+def write_model_trace(path: Path, objs: list[dict[str, Any]]) -> None:
+    """Write a model trace with the footer's hash over every line before it (as ``TraceRecorder`` does)."""
+    import hashlib
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
+    lines = []
+    for obj in objs[:-1]:
+        line = canonical(obj)
+        h.update(line.encode() + b"\n")
+        lines.append(line)
+    lines.append(canonical(dict(objs[-1], hash="sha256:" + h.hexdigest())))
+    path.write_text("".join(x + "\n" for x in lines))
+
+
+def replay_model_trace(objs: list[dict[str, Any]]) -> tuple[bool, str]:
+    """Re-run a model trace on the model: (reproduced, one line)."""
+    from rmqha.models.trace_io import state_to_json
+
+    header, steps, footer = objs[0], objs[1:-1], objs[-1]
+    cfg = ModelConfig.from_constants({k: (frozenset(v) if isinstance(v, list) else v)
+                                      for k, v in header["constants"].items()})
+    names = broker_names(cfg.Brokers)
+    from rmqha.models.controller_mode import initial, successors
+
+    s = initial(cfg)
+    path = [(None, s)]
+    if state_to_json(s, names) != steps[0]["state"]:
+        return False, "step 0 is not the model's initial state"
+    for line in steps[1:]:
+        for label, t in successors(s, cfg):
+            if state_to_json(t, names) == line["state"]:
+                s = t
+                path.append((label, t))
+                break
+        else:
+            return False, f"step {line['i']}: no model action leads to the recorded state"
+    v = first_violation(cfg, path, None)
+    want = footer.get("violation")
+    got = None if v is None else {"step": v[0], "tla": v[1]}
+    if want is None and got is None:
+        return True, f"reproduced: {len(path)} states, no violation"
+    if want is not None and got is not None and (want["step"], want["tla"]) == (got["step"], got["tla"]):
+        return True, f"reproduced: {want['id']} ({want['tla']}) at step {want['step']}"
+    return False, f"recorded violation {want}, replay gives {got}"
+
+
+def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callable[[dict], None] | None = None,
+                spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
+    """The model's BFS on a config's constants and checked names (symmetry as the cfg says unless given)."""
+    cfg, cfgd = model_config(name, spec_dir)
+    names = checked_names(cfgd)
+    from rmqha.models.properties import ACTION_PROPERTIES, INVARIANTS
+
+    sym = bool(cfgd.get("symmetry")) if symmetry is None else symmetry
+    res = bfs(cfg, symmetry=sym, invariants=[n for n in names if n in INVARIANTS],
+              properties=[n for n in names if n in ACTION_PROPERTIES], on_progress=on_progress)
+    out = {"config": name, "symmetry": sym, **res.to_json()}
+    if res.violation is not None:
+        out["trace"] = [list(lab) if lab else None for lab, _ in res.violation.trace]
+    return out
