@@ -55,7 +55,7 @@ CONFIGS: dict[str, tuple[str, dict, list[str] | None, str | None, str, bool]] = 
                             ["CTL_ALTER_FENCED"], "CTL_ALTER_FENCED", "bfs", True),
     "consistent_point_bug": ("findConsistentPoint takes the larger end: a slave keeps a tail its master does not "
                              "have.", {**ONE_MSG, "GuardConsistentPointMin": False, "MaxPartitions": 1},
-                             ["HA_TRUNCATE_PREFIX"], "HA_TRUNCATE_PREFIX", "bfs", True),
+                             ["HA_TRUNCATE_PREFIX"], "HA_TRUNCATE_PREFIX", "bfs", False),
     "ack_local_sss_bug": ("GroupTransferService counts acks over the local SSS only while a proposal is in flight "
                           "(apache/rocketmq#5663).", {**ONE_MSG, "AckSetUnion": False}, ["SYNC_ACK_ALL"],
                           "SYNC_ACK_ALL", "bfs", True),
