@@ -58,23 +58,23 @@ CONFIGS: dict[str, tuple[str, dict, list[str] | None, str | None, str, bool]] = 
                              ["HA_TRUNCATE_PREFIX"], "HA_TRUNCATE_PREFIX", "bfs", False),
     "ack_local_sss_bug": ("GroupTransferService counts acks over the local SSS only while a proposal is in flight "
                           "(apache/rocketmq#5663).", {**ONE_MSG, "AckSetUnion": False}, ["SYNC_ACK_ALL"],
-                          "SYNC_ACK_ALL", "bfs", True),
+                          "SYNC_ACK_ALL", "bfs", False),
     "gap_union_finding": ("RocketMQ as it is: the remote set keeps only the latest proposal (F-GAP-UNION).",
                           {**ONE_MSG, "FixUnionKeepsAllProposals": False}, ["SYNC_SSS_HOLDS_ACKED"],
-                          "SYNC_SSS_HOLDS_ACKED", "bfs", True),
+                          "SYNC_SSS_HOLDS_ACKED", "bfs", False),
     "confirm_first_ack_finding": ("RocketMQ as it is: computeConfirmOffset skips members whose ack is <= 0 "
                                   "(F-CONFIRM-SKIPS-NEW-CONNECTION).", {**ONE_MSG, "FixConfirmWaitsFirstAck": False},
-                                  ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", True),
+                                  ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", False),
     "confirm_local_shortcut_finding": ("RocketMQ as it is: the confirmOffset shortcut and the recomputation on acks "
                                        "look at the local SSS only (F-CONFIRM-LOCAL-SHORTCUT); the model reaches an "
                                        "acknowledged message missing from an SSS member.",
                                        {**ONE_MSG, "FixConfirmShortcutUsesUnion": False}, ["SYNC_SSS_HOLDS_ACKED"],
-                                       "SYNC_SSS_HOLDS_ACKED", "bfs", True),
+                                       "SYNC_SSS_HOLDS_ACKED", "bfs", False),
     "proposal_outlives_restart_finding": ("RocketMQ as it is: an alterSyncStateSet request sent before a master's "
                                           "crash is applied after its restart at the same epochs "
                                           "(M-PROPOSAL-OUTLIVES-RESTART, found by the model).",
                                           {**ONE_MSG, "FixFenceRequestsAcrossRestart": False},
-                                          ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", True),
+                                          ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", False),
 }
 
 
