@@ -74,6 +74,8 @@ class ModelConfig:
     FixConfirmWaitsFirstAck: bool = False  # F-CONFIRM-SKIPS-NEW-CONNECTION
     FixFenceRequestsAcrossRestart: bool = False  # M-PROPOSAL-OUTLIVES-RESTART (found by this model)
     FixConfirmShortcutUsesUnion: bool = False  # F-CONFIRM-LOCAL-SHORTCUT
+    FixKeepOwnEpochOnRestart: bool = False  # F-EPOCH-REBASE-ON-RESTART (its liveness side, found by this model)
+    FixNoCommonEpochRestarts: bool = False  # M-NO-COMMON-EPOCH (liveness; found by this model)
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @staticmethod
@@ -392,9 +394,12 @@ def _change_to_master(s: State, cfg: ModelConfig, b: int) -> State:
         s = _drop_connections_to(s, b)
         s = s._replace(conn=_set(s.conn, b, NONE), ack=_set(s.ack, b, -1))
         s = s._replace(confirm=_set(s.confirm, b, compute_confirm(s, b, cfg)))
-    if last_epoch(ep) >= me:
-        ep = truncate_suffix_by_epoch(ep, me)
-    ep = append_entry(ep, me, len(s.log[b]))
+    if not (cfg.FixKeepOwnEpochOnRestart and last_epoch(ep) == me):
+        # F-EPOCH-REBASE-ON-RESTART: back as master in the epoch it last led (a restart the controller did not see),
+        # the entry of that epoch is dropped and (mE, max offset) appended: offsets below it lose their entry
+        if last_epoch(ep) >= me:
+            ep = truncate_suffix_by_epoch(ep, me)
+        ep = append_entry(ep, me, len(s.log[b]))
     return s._replace(epochs=_set(s.epochs, b, ep), role=_set(s.role, b, b))
 
 
@@ -489,7 +494,10 @@ def handshake(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State
     if ep:
         p = consistent_point(ep, len(log), s.epochs[m], len(s.log[m]), cfg.GuardConsistentPointMin)
         if p < 0:
-            return
+            # M-NO-COMMON-EPOCH: doTruncate fails, retried for ever; the fix truncates everything and starts at 0
+            if not cfg.FixNoCommonEpochRestarts:
+                return
+            p = 0
         if p < len(log):
             log = log[:p]
         ep = truncate_suffix_by_offset(ep, p)

@@ -190,3 +190,68 @@ def _trace(cfg: ModelConfig, parent: dict[int, tuple[int, tuple | None]], fp: in
         else:  # pragma: no cover - would mean the model is not deterministic
             raise RuntimeError("trace reconstruction lost its way")
     return out
+
+
+@dataclass
+class WalkResult:
+    walks: int = 0
+    steps: int = 0
+    distinct: int = 0  # distinct states (orbits) met on all walks: a coverage figure
+    max_depth: int = 0
+    seconds: float = 0.0
+    violation: Violation | None = None
+    by_action: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        v = self.violation
+        return {"status": "pass" if v is None else v.kind, "walks": self.walks, "steps": self.steps,
+                "distinct": self.distinct, "depth": self.max_depth, "seconds": round(self.seconds, 3),
+                "violated": None if v is None else v.name, "traceLength": None if v is None else len(v.trace)}
+
+
+def random_walks(cfg: ModelConfig, *, seed: int, walks: int, depth: int, invariants: Iterable[str] | None = None,
+                 properties: Iterable[str] | None = None,
+                 on_progress: Callable[[dict[str, int]], None] | None = None) -> WalkResult:
+    """Random walks from the initial state for scopes too deep for BFS (as TLC's ``-simulate``): at each step one
+    enabled action, uniformly, from ``random.Random(seed)``; a walk ends at ``depth`` or in a deadlock. Same seed,
+    same walks. Stops at the first violation, whose trace is the walk so far."""
+    import random
+
+    rng = random.Random(seed)
+    invs = [(k, INVARIANTS[k]) for k in (INVARIANTS if invariants is None else invariants)]
+    props = [(k, ACTION_PROPERTIES[k]) for k in (ACTION_PROPERTIES if properties is None else properties)]
+    sym = Symmetry(cfg.Brokers)
+    seen: set[int] = set()
+    res = WalkResult()
+    t0 = time.perf_counter()
+    last_report = t0
+    for w in range(walks):
+        s = initial(cfg)
+        path: list[tuple[tuple | None, State]] = [(None, s)]
+        for _ in range(depth):
+            succ = list(successors(s, cfg))
+            if not succ:
+                break
+            label, t = succ[rng.randrange(len(succ))]
+            res.steps += 1
+            res.by_action[label[0]] = res.by_action.get(label[0], 0) + 1
+            path.append((label, t))
+            bad = next((n for n, p in props if not p(s, t, cfg)), None)
+            kind = "property"
+            if bad is None:
+                bad, kind = next((n for n, inv in invs if not inv(t, cfg)), None), "invariant"
+            seen.add(hash(sym.canonical(t)))
+            s = t
+            if bad is not None:
+                res.violation = Violation(bad, kind, path)
+                break
+        res.walks = w + 1
+        res.max_depth = max(res.max_depth, len(path) - 1)
+        if res.violation is not None:
+            break
+        if on_progress is not None and time.perf_counter() - last_report > 2:
+            last_report = time.perf_counter()
+            on_progress({"distinct": len(seen), "generated": res.steps, "queue": walks - w - 1, "depth": depth})
+    res.distinct = len(seen)
+    res.seconds = time.perf_counter() - t0
+    return res

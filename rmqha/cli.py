@@ -67,8 +67,11 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--no-triage", action="store_true", help="batch: do not attribute violations to findings")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
 
-    r = sub.add_parser("replay", help="re-run a trace and check it reproduces byte for byte")
+    r = sub.add_parser("replay", help="re-run a trace and check it reproduces byte for byte (a model trace: "
+                                      "state for state on the model)")
     r.add_argument("file")
+    r.add_argument("--impl", metavar="OUT",
+                   help="model trace: also play its environment steps on the simulator and write that trace here")
     r.add_argument("--json", action="store_true")
 
     sh = sub.add_parser("show", help="print a readable timeline of a trace")
@@ -276,7 +279,59 @@ def _read_trace(path: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], d
     return text, header, lines, footer
 
 
+def _model_trace_objs(path: str) -> list[dict[str, Any]] | None:
+    """The objects of a model trace (header layer "model"), None for an implementation trace."""
+    text = read_trace_text(path)
+    try:
+        first = json.loads(text.split("\n", 1)[0])
+    except json.JSONDecodeError:
+        return None
+    if not isinstance(first, dict) or first.get("layer") != "model":
+        return None
+    try:
+        return [json.loads(x) for x in text.splitlines() if x.strip()]
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: not a model trace ({exc})") from None
+
+
+def _replay_model(args: argparse.Namespace, objs: list[dict[str, Any]], out: Console) -> int:
+    from rmqha import crosslayer, speccheck
+
+    try:
+        ok, line = speccheck.replay_model_trace(objs)
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise UserError(f"{args.file}: cannot replay this model trace ({exc})") from None
+    report: dict[str, Any] = {"file": args.file, "layer": "model", "reproduced": ok, "message": line}
+    if args.impl:
+        try:
+            tr = crosslayer.translate(objs)
+        except (KeyError, ValueError) as exc:
+            raise UserError(f"{args.file}: cannot translate to the implementation ({exc})") from None
+        res = crosslayer.run_on_impl(tr)
+        got = res.violation.to_dict() if res.violation else None
+        write_text(args.impl, res.text or "")
+        report["impl"] = {"trace": args.impl, "mapping": tr.mapping, "expect": tr.expect, "violation": got,
+                          "reproduced": (got["invariant"] if got else None) == tr.expect}
+        ok = ok and report["impl"]["reproduced"]
+    if args.json:
+        print(json.dumps(report, sort_keys=True))
+    else:
+        out.print(("[green]reproduced[/] " if report["reproduced"] else "[red]NOT reproduced[/] ")
+                  + f"on the model: {line}")
+        if args.impl:
+            i = report["impl"]
+            out.print(("[green]reproduced[/] " if i["reproduced"] else "[red]NOT reproduced[/] ")
+                      + f"on the implementation (brokers {i['mapping']}): {_violation_line(i['violation'])}; "
+                      f"trace {args.impl} (rmqha replay / rmqha show)")
+    return 0 if ok else 1
+
+
 def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
+    objs = _model_trace_objs(args.file)
+    if objs is not None:
+        return _replay_model(args, objs, out)
+    if args.impl:
+        raise UserError("--impl applies to model traces (rmqha check / model-check write them)")
     text, header, _lines, footer = _read_trace(args.file)
     try:
         names = list(header.get("bugs") or [])
@@ -439,11 +494,15 @@ def _cmd_model_check(args: argparse.Namespace, out: Console) -> int:
         print(json.dumps(r, indent=2))
     else:
         mark = "[green]ok[/]" if r["ok"] else "[red]FAIL[/]"
+        size = (f"{r['generated']:,} generated, depth {r['depth']}" if "generated" in r
+                else f"{r['edges']:,} edges, fair-lasso search")
         out.print(f"{mark} {name}: {r['violated'] or r['status']} (expected {expect}), {r['distinct']:,} distinct "
-                  f"({'orbits' if r['symmetry'] else 'states'}), {r['generated']:,} generated, depth {r['depth']}, "
-                  f"{r['seconds']} s")
+                  f"({'orbits' if r['symmetry'] else 'states'}), {size}, {r['seconds']} s")
         if r.get("trace"):
-            out.print("  trace: " + " → ".join(" ".join(map(str, x)) for x in r["trace"][1:]))
+            loop = r.get("loop")
+            out.print("  trace: " + " → ".join(" ".join(map(str, x)) for x in r["trace"][1:])
+                      + ("" if loop is None else " (then stutters for ever)" if loop == "stutter"
+                         else f" (then back to step {loop}, for ever)"))
     return 0 if r["ok"] else 1
 
 

@@ -24,6 +24,7 @@ from rmqha.tlc import TLAValueError, read_cfg, run_tlc, simulate_tlc
 
 SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
 PROP_PREFIX = "Prop_"
+SIM_DEPTH, SIM_WALKS = 60, 2000  # simulate configs: behaviours of at most SIM_DEPTH steps, SIM_WALKS of them
 
 
 def load_manifest(spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
@@ -67,10 +68,13 @@ def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: 
     entry = manifest["configs"][name]
     spec, cfg_path = spec_dir / entry["spec"], spec_dir / entry["config"]
     if entry["mode"] == "simulate":
-        res = simulate_tlc(spec, cfg_path, depth=60, num=2000, seed=seed, workers=workers)
+        res = simulate_tlc(spec, cfg_path, depth=SIM_DEPTH, num=SIM_WALKS, seed=seed, workers=workers)
     else:
         res = run_tlc(spec, cfg_path, workers=workers, on_progress=on_progress)
     violated = res.violated.removeprefix(PROP_PREFIX) if res.violated else None
+    live = entry["mode"] == "liveness"
+    if live and res.status == "property" and violated is None and res.trace:
+        violated = _temporal_violated(name, res.trace, spec_dir)
     out: dict[str, Any] = {"config": name, "status": res.status, "violated": violated, "distinct": res.distinct,
                            "generated": res.generated, "depth": res.depth, "seconds": round(res.seconds, 2),
                            "expect": entry["expect"], "message": res.message}
@@ -81,10 +85,14 @@ def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: 
     out["ok"] = got == entry["expect"]
     measured = entry.get("measured") or {}
     # counts are exact for a complete search; where a violation stops it they depend on the workers' timing
-    if out["ok"] and entry["mode"] == "bfs" and got == "pass" and measured.get("distinct") not in (None, res.distinct):
+    complete = entry["mode"] in ("bfs", "liveness") and got == "pass"
+    if out["ok"] and complete and measured.get("distinct") not in (None, res.distinct):
         out["ok"] = False
         out["message"] = f"distinct states {res.distinct} != manifest {measured['distinct']}"
-    if res.trace:
+    if res.trace and live:
+        out.update(_replay_lasso(name, entry, res.trace, violated, trace_dir, spec_dir))
+        out["ok"] = out["ok"] and out["modelReplay"]["ok"]
+    elif res.trace:
         cfg, cfgd = model_config(name, spec_dir)
         names = broker_names(cfg.Brokers)
         states = [state_from_tla(t.vars, names) for t in res.trace if t.kind == "state"]
@@ -99,10 +107,57 @@ def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: 
             out["ok"] = False
         if trace_dir is not None and steps:
             header = {"format": "rmqha-trace", "version": 1, "source": "tlc", "spec": entry["spec"],
-                      "configName": name, "constants": cfg_constants_json(cfgd)}
+                      "configName": name, "constants": cfg_constants_json(cfgd), "checked": checked_names(cfgd)}
             path = trace_dir / f"{name}.trace.jsonl"
             write_model_trace(path, model_trace_lines(header, cfg, steps, v))
             out["trace"] = str(path)
+    return out
+
+
+def _lasso_states(name: str, trace: list[Any], spec_dir: Path) -> tuple[ModelConfig, list[Any], int | None]:
+    cfg, _ = model_config(name, spec_dir)
+    names = broker_names(cfg.Brokers)
+    states = [state_from_tla(t.vars, names) for t in trace if t.kind == "state"]
+    back = next((t.back_to for t in trace if t.kind == "back-to"), None)
+    return cfg, states, None if back is None else back - 1
+
+
+def _temporal_violated(name: str, trace: list[Any], spec_dir: Path) -> str | None:
+    """TLC says only "temporal properties were violated": name the first checked one the lasso violates."""
+    from rmqha.models.liveness import LIVENESS, check_lasso
+
+    cfg, cfgd = model_config(name, spec_dir)
+    _, states, loop = _lasso_states(name, trace, spec_dir)
+    for prop in checked_names(cfgd):
+        if prop in LIVENESS and check_lasso(cfg, prop, states, loop)[0]:
+            return prop
+    return None
+
+
+def _replay_lasso(name: str, entry: dict[str, Any], trace: list[Any], violated: str | None,
+                  trace_dir: Path | None, spec_dir: Path) -> dict[str, Any]:
+    """Check TLC's lasso on the model (every step a model step, the loop fair, the property violated) and write
+    it as a model trace whose footer names the loop."""
+    from rmqha.models.liveness import check_lasso
+
+    cfg, cfgd = model_config(name, spec_dir)
+    _, states, loop = _lasso_states(name, trace, spec_dir)
+    if violated is None:
+        return {"modelReplay": {"ok": False, "error": "the lasso violates none of the checked properties"}}
+    ok, line = check_lasso(cfg, violated, states, loop)
+    out: dict[str, Any] = {"modelReplay": {"ok": ok, "violated": violated if ok else None, "message": line}}
+    if trace_dir is not None and ok:
+        try:
+            steps = replay_states(cfg, states)
+        except ValueError as exc:
+            return {"modelReplay": {"ok": False, "error": str(exc)}}
+        header = {"format": "rmqha-trace", "version": 1, "source": "tlc", "spec": entry["spec"],
+                  "configName": name, "constants": cfg_constants_json(cfgd), "checked": checked_names(cfgd)}
+        path = trace_dir / f"{name}.trace.jsonl"
+        lines = model_trace_lines(header, cfg, steps, None)
+        lines[-1]["violation"] = {"tla": violated, "id": violated, "loop": "stutter" if loop is None else loop}
+        write_model_trace(path, lines)
+        out["trace"] = str(path)
     return out
 
 
@@ -148,8 +203,14 @@ def replay_model_trace(objs: list[dict[str, Any]]) -> tuple[bool, str]:
                 break
         else:
             return False, f"step {line['i']}: no model action leads to the recorded state"
-    v = first_violation(cfg, path, None)
     want = footer.get("violation")
+    if want is not None and "loop" in want:  # a liveness lasso
+        from rmqha.models.liveness import check_lasso
+
+        loop = None if want["loop"] == "stutter" else int(want["loop"])
+        ok, line = check_lasso(cfg, want["tla"], [s for _, s in path], loop)
+        return ok, (f"reproduced: {line}" if ok else f"recorded {want['tla']}, replay: {line}")
+    v = first_violation(cfg, path, header.get("checked"))
     got = None if v is None else {"step": v[0], "tla": v[1]}
     if want is None and got is None:
         return True, f"reproduced: {len(path)} states, no violation"
@@ -165,10 +226,41 @@ def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callabl
     names = checked_names(cfgd)
     from rmqha.models.properties import ACTION_PROPERTIES, INVARIANTS
 
+    mode = load_manifest(spec_dir)["configs"].get(name, {}).get("mode")
+    if mode == "liveness":
+        return _model_check_liveness(name, cfg, names)
+    if mode == "simulate":  # the model's random walks, as TLC -simulate: same depth, seeded
+        from rmqha.models.explore import random_walks
+
+        w = random_walks(cfg, seed=1, walks=SIM_WALKS, depth=SIM_DEPTH,
+                         invariants=[n for n in names if n in INVARIANTS],
+                         properties=[n for n in names if n in ACTION_PROPERTIES], on_progress=on_progress)
+        out = {"config": name, "symmetry": True, "generated": w.steps, **w.to_json()}
+        if w.violation is not None:
+            out["trace"] = [list(lab) if lab else None for lab, _ in w.violation.trace]
+        return out
     sym = bool(cfgd.get("symmetry")) if symmetry is None else symmetry
     res = bfs(cfg, symmetry=sym, invariants=[n for n in names if n in INVARIANTS],
               properties=[n for n in names if n in ACTION_PROPERTIES], on_progress=on_progress)
     out = {"config": name, "symmetry": sym, **res.to_json()}
     if res.violation is not None:
         out["trace"] = [list(lab) if lab else None for lab, _ in res.violation.trace]
+    return out
+
+
+def _model_check_liveness(name: str, cfg: ModelConfig, names: list[str]) -> dict[str, Any]:
+    """The model's state graph (no symmetry) and its fair-lasso search for the config's liveness properties."""
+    import time
+
+    from rmqha.models import liveness
+
+    t0 = time.monotonic()
+    res = liveness.check(cfg, names)
+    v = res.violation
+    out: dict[str, Any] = {"config": name, "symmetry": False, "status": "pass" if v is None else "property",
+                           "distinct": res.distinct, "edges": res.edges, "violated": None if v is None else v.prop,
+                           "seconds": round(time.monotonic() - t0, 2)}
+    if v is not None:
+        out["trace"] = [list(lab) if lab else None for lab, _ in v.steps]
+        out["loop"] = "stutter" if v.loop_start is None else v.loop_start
     return out

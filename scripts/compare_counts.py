@@ -62,15 +62,15 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("b2m2c1s1-noallack-weak", dict(Brokers=2, MaxMsgs=2, MaxCrashes=1, MaxPartitions=0, MaxLagShrinks=1,
                                     AllAck=False, AckSetUnion=False, GuardAlterSSSEpoch=False,
                                     GuardConsistentPointMin=False)),
+    ("b2m2c1p1s1-unguarded", dict(Brokers=2, MaxMsgs=2, MaxCrashes=1, MaxPartitions=1, MaxLagShrinks=1,
+                                  GuardExpandConfirm=False, GuardExpandEpochStart=False,
+                                  GuardAlterMasterEpoch=False, GuardAlterSSSEpoch=False,
+                                  GuardConsistentPointMin=False, AckSetUnion=False)),
     ("b3m1c1", dict(Brokers=3, MaxMsgs=1, MaxCrashes=1, MaxPartitions=0)),
     ("b3m1c1-fixes", dict(Brokers=3, MaxMsgs=1, MaxCrashes=1, MaxPartitions=0, **FIXES_ON)),
-    ("b3m1c1s1-unguarded", dict(Brokers=3, MaxMsgs=1, MaxCrashes=1, MaxPartitions=0, MaxLagShrinks=1,
-                                GuardExpandConfirm=False, GuardExpandEpochStart=False,
-                                GuardAlterMasterEpoch=False, GuardAlterSSSEpoch=False,
-                                GuardConsistentPointMin=False, AckSetUnion=False)),
     ("b3m1c1-powerloss-unclean-a1", dict(Brokers=3, MaxMsgs=1, MaxCrashes=1, MaxPartitions=0, PowerLoss=True,
                                          Unclean=True, MaxAdminElect=1)),
-    # the small scope of spec/RocketMQControllerMode.cfg (every fix on), then as RocketMQ is (no fix)
+    # the small scope of spec/small.cfg (every fix on), then as RocketMQ is (no fix)
     ("small", dict(Brokers=3, MaxMsgs=2, MaxCrashes=1, MaxPartitions=1, **FIXES_ON)),
     ("small-nofix", dict(Brokers=3, MaxMsgs=2, MaxCrashes=1, MaxPartitions=1)),
 ]

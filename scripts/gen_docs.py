@@ -39,12 +39,61 @@ def _tests_naming(ident: str) -> list[str]:
     return [rel for rel, text in _test_sources() if ident in text or ident.replace("-", "_") in text]
 
 
+@functools.cache
+def _impl_checks() -> dict[str, list[str]]:
+    """Catalogue id -> the ``Checker`` methods of ``impl/catalogue.py`` that can report it."""
+    import re
+
+    out: dict[str, list[str]] = {}
+    method = ""
+    for line in (ROOT / "impl" / "catalogue.py").read_text().splitlines():
+        m = re.match(r"\s+def (\w+)\(", line)
+        if m:
+            method = m.group(1)
+        for inv in re.findall(r'_fail\(\s*"([A-Z0-9-]+)"', line):
+            if method not in out.setdefault(inv, []):
+                out[inv].append(method)
+    return out
+
+
+@functools.cache
+def _spec_configs() -> dict[str, list[str]]:
+    """TLA+ operator -> the spec configs that check it (a failing config is marked with its expectation)."""
+    import json
+
+    from rmqha.tlc import read_cfg
+
+    manifest = json.loads((ROOT / "spec" / "manifest.json").read_text())
+    out: dict[str, list[str]] = {}
+    for name, c in manifest["configs"].items():
+        cfgd = read_cfg(ROOT / "spec" / c["config"])
+        for op in [*cfgd["invariants"], *(p.removeprefix("Prop_") for p in cfgd["properties"])]:
+            mark = f"`{name}`" + (" (must fail)" if c["expect"] == op else "")
+            out.setdefault(op, []).append(mark)
+    return out
+
+
+def _spec_and_model_lines(inv_id: str, tla: str) -> list[str]:
+    from rmqha.models.properties import ACTION_PROPERTIES, INVARIANTS, NOT_EXPRESSED
+
+    if tla in INVARIANTS or tla in ACTION_PROPERTIES:
+        kind = "invariant" if tla in INVARIANTS else f"action property (`Prop_{tla}` == `[][{tla}]_vars`)"
+        configs = _spec_configs().get(tla, [])
+        return [f"- TLA+ operator: `{tla}` in [spec/RocketMQControllerMode.tla](../spec/RocketMQControllerMode.tla), "
+                f"{kind}; configs: {', '.join(configs) if configs else 'none'}",
+                f"- Model predicate: `{tla}` in `models/properties.py` (`rmqha model-check`)"]
+    why = NOT_EXPRESSED.get(inv_id, "below the spec's level of abstraction")
+    return [f"- TLA+ operator / model predicate: none: {why}"]
+
+
 def invariants_md() -> str:
     out = [GENERATED, "# Invariant catalogue\n",
            "One catalogue, stable ids, every layer. Each invariant is defined once in `impl/catalogue.py` "
            "(statement, RocketMQ source place, predicate). The simulator checks all of them after every step and "
-           "stops at the first violation; the TLA+ operator of the same name (id with `_` for `-`) states it in "
-           "`spec/`. `rmqha invariants --json` prints this table for tools.\n",
+           "stops at the first violation. Where the spec's level can express it, the TLA+ operator of the same name "
+           "(id with `_` for `-`) states it in `spec/` and the model's predicate of that name in "
+           "`models/properties.py` checks it; the liveness properties (`L_*`) are listed at the end. "
+           "`rmqha invariants --json` prints this table for tools.\n",
            "Layers: controller (CTL), broker (BRK), HA transfer (HA), SyncStateSet and acknowledgement (SYNC), "
            "epoch file (EPOCH), store (STORE), and what clients can see (CLIENT).\n"]
     findings_by_inv: dict[str, list[str]] = {}
@@ -63,7 +112,10 @@ def invariants_md() -> str:
         out.append(f"### {inv.id}\n")
         out.append(f"{inv.statement}\n")
         out.append(f"- RocketMQ source: {inv.source}")
-        out.append(f"- TLA+ operator: `{inv.tla}`")
+        out += _spec_and_model_lines(inv.id, inv.tla)
+        checks = _impl_checks().get(inv.id, [])
+        out.append(f"- Implementation check: {', '.join(f'`Checker.{m}`' for m in checks) or 'none'} in "
+                   "`impl/catalogue.py` (after every simulator step)")
         if inv.exceptions:
             out.append(f"- Does not apply: {inv.exceptions}")
         if inv.id in bugs_by_inv:
@@ -73,7 +125,25 @@ def invariants_md() -> str:
         tests = _tests_naming(inv.id)
         out.append(f"- Tests that name it: {', '.join(f'`{t}`' for t in tests) if tests else 'none yet'}")
         out.append("")
+    out += _liveness_section()
     return "\n".join(out)
+
+
+def _liveness_section() -> list[str]:
+    from rmqha.models.liveness import LIVENESS
+
+    out = ["\n## Liveness (spec and model only)\n",
+           "Checked under `FairSpec` (weak fairness on every action but the perturbations and Produce; the "
+           "perturbations are bounded, healing is not) by TLC and by the model's fair-lasso search on its state "
+           "graph (`models/liveness.py`). The simulator runs are finite, so the implementation has no check for "
+           "these.\n"]
+    for name, prop in LIVENESS.items():
+        configs = _spec_configs().get(name, [])
+        out += [f"### {name}\n", f"{prop.doc[0].upper()}{prop.doc[1:]}.\n",
+                f"- TLA+ operator: `{name}` in [spec/RocketMQControllerMode.tla](../spec/RocketMQControllerMode.tla); "
+                f"configs: {', '.join(configs) if configs else 'none'}",
+                f"- Model predicate: `LIVENESS[\"{name}\"]` in `models/liveness.py`", ""]
+    return out
 
 
 def bugs_md() -> str:

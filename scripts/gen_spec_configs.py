@@ -18,12 +18,17 @@ BASE = {
     "GuardExpandEpochStart": True, "GuardAlterMasterEpoch": True, "GuardAlterSSSEpoch": True,
     "GuardConsistentPointMin": True, "AckSetUnion": True, "FixUnionKeepsAllProposals": True,
     "FixConfirmWaitsFirstAck": True, "FixFenceRequestsAcrossRestart": True, "FixConfirmShortcutUsesUnion": True,
+    "FixKeepOwnEpochOnRestart": False, "FixNoCommonEpochRestarts": False,
 }
 INVARIANTS = ["CTL_MASTER_IN_SSS", "CTL_SSS_REGISTERED", "CTL_ONE_MASTER_PER_EPOCH", "EPOCH_FILE_WF",
               "HA_TRUNCATE_PREFIX", "HA_LOG_MATCHING", "SYNC_CONFIRM_BOUND", "SYNC_SSS_HOLDS_ACKED", "SYNC_NO_ACK_LOSS"]
 PROPERTIES = ["CTL_EPOCH_MONO", "CTL_ALTER_FENCED", "CTL_CLEAN_ELECTION", "BRK_EPOCH_MONO", "SYNC_ACK_ALL",
               "SYNC_EXPAND_SAFE"]
+LIVENESS = ["L_MASTER_ELECTED", "L_REJOIN", "L_ALL_IN_SSS"]
 ONE_MSG = {"MaxMsgs": 1}
+# liveness: no SYMMETRY (TLC's liveness checking is unsound with it), 2 brokers, the perturbations bounded
+LIVE = {"Brokers": "{b1, b2}", "MaxMsgs": 1, "MaxCrashes": 1, "MaxPartitions": 0}
+LIVE_FIXES = {"FixKeepOwnEpochOnRestart": True, "FixNoCommonEpochRestarts": True}
 
 # name: (description, constant overrides, checked names (None: all), expected violation, mode, in CI)
 CONFIGS: dict[str, tuple[str, dict, list[str] | None, str | None, str, bool]] = {
@@ -54,27 +59,45 @@ CONFIGS: dict[str, tuple[str, dict, list[str] | None, str | None, str, bool]] = 
                             "master overwrites a newer one.", {**ONE_MSG, "GuardAlterSSSEpoch": False},
                             ["CTL_ALTER_FENCED"], "CTL_ALTER_FENCED", "bfs", True),
     "consistent_point_bug": ("findConsistentPoint takes the larger end: a slave keeps a tail its master does not "
-                             "have.", {**ONE_MSG, "GuardConsistentPointMin": False, "MaxPartitions": 1},
-                             ["HA_TRUNCATE_PREFIX"], "HA_TRUNCATE_PREFIX", "bfs", False),
+                             "have.", {"GuardConsistentPointMin": False},
+                             ["HA_TRUNCATE_PREFIX"], "HA_TRUNCATE_PREFIX", "bfs", True),
     "ack_local_sss_bug": ("GroupTransferService counts acks over the local SSS only while a proposal is in flight "
                           "(apache/rocketmq#5663).", {**ONE_MSG, "AckSetUnion": False}, ["SYNC_ACK_ALL"],
-                          "SYNC_ACK_ALL", "bfs", False),
+                          "SYNC_ACK_ALL", "bfs", True),
     "gap_union_finding": ("RocketMQ as it is: the remote set keeps only the latest proposal (F-GAP-UNION).",
                           {**ONE_MSG, "FixUnionKeepsAllProposals": False}, ["SYNC_SSS_HOLDS_ACKED"],
-                          "SYNC_SSS_HOLDS_ACKED", "bfs", False),
+                          "SYNC_SSS_HOLDS_ACKED", "bfs", True),
     "confirm_first_ack_finding": ("RocketMQ as it is: computeConfirmOffset skips members whose ack is <= 0 "
                                   "(F-CONFIRM-SKIPS-NEW-CONNECTION).", {**ONE_MSG, "FixConfirmWaitsFirstAck": False},
-                                  ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", False),
+                                  ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", True),
     "confirm_local_shortcut_finding": ("RocketMQ as it is: the confirmOffset shortcut and the recomputation on acks "
                                        "look at the local SSS only (F-CONFIRM-LOCAL-SHORTCUT); the model reaches an "
                                        "acknowledged message missing from an SSS member.",
                                        {**ONE_MSG, "FixConfirmShortcutUsesUnion": False}, ["SYNC_SSS_HOLDS_ACKED"],
-                                       "SYNC_SSS_HOLDS_ACKED", "bfs", False),
+                                       "SYNC_SSS_HOLDS_ACKED", "bfs", True),
     "proposal_outlives_restart_finding": ("RocketMQ as it is: an alterSyncStateSet request sent before a master's "
                                           "crash is applied after its restart at the same epochs "
                                           "(M-PROPOSAL-OUTLIVES-RESTART, found by the model).",
                                           {**ONE_MSG, "FixFenceRequestsAcrossRestart": False},
-                                          ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", False),
+                                          ["SYNC_CONFIRM_BOUND"], "SYNC_CONFIRM_BOUND", "bfs", True),
+    "liveness": ("FairSpec (weak fairness on every action but the perturbations and Produce), 2 brokers, 1 "
+                 "message, 1 crash: a master is eventually elected, a caught-up slave eventually "
+                 "rejoins, every broker is eventually in the SSS for good. The fixes of the two liveness findings on.",
+                 {**LIVE, **LIVE_FIXES}, LIVENESS, None, "liveness", True),
+    "liveness_partition": ("As liveness plus one broker-controller partition (not in CI: TLC needs minutes; the "
+                           "model's fair-lasso search runs in CI).", {**LIVE, **LIVE_FIXES, "MaxPartitions": 1},
+                           LIVENESS, None, "liveness", False),
+    "epoch_rebase_finding": ("RocketMQ as it is: a master restarted before the controller noticed is master again "
+                             "in the same epoch; changeToMaster drops that epoch's entry and appends (epoch, max "
+                             "offset), so the offsets below have no entry and a slave that needs them never catches "
+                             "up (the liveness side of F-EPOCH-REBASE-ON-RESTART).",
+                             {**LIVE, **LIVE_FIXES, "FixKeepOwnEpochOnRestart": False}, ["L_ALL_IN_SSS"],
+                             "L_ALL_IN_SSS", "liveness", True),
+    "no_common_epoch_finding": ("RocketMQ as it is: a slave whose epoch file shares no epoch with its master's (the "
+                                "first master wrote nothing before it failed) fails every handshake "
+                                "(doTruncate: no consistent point) and never catches up (M-NO-COMMON-EPOCH, found "
+                                "by the model).", {**LIVE, **LIVE_FIXES, "FixNoCommonEpochRestarts": False},
+                                ["L_ALL_IN_SSS"], "L_ALL_IN_SSS", "liveness", True),
 }
 
 
@@ -97,9 +120,12 @@ def render(name: str) -> str:
         line += " " + w
     lines += [line, "CONSTANTS"]
     lines += [f"    {k} = {_value(v)}" for k, v in consts.items()]
-    lines += ["", "SPECIFICATION Spec"]
+    lines += ["", f"SPECIFICATION {'FairSpec' if mode == 'liveness' else 'Spec'}"]
     if mode == "bfs":
         lines += ["SYMMETRY Sym", "VIEW View"]
+    if mode == "liveness":
+        assert checked is not None
+        return "\n".join([*lines, "", "PROPERTIES", *(f"    {p}" for p in checked)]) + "\n"
     invs = INVARIANTS if checked is None else [c for c in checked if c in INVARIANTS]
     props = PROPERTIES if checked is None else [c for c in checked if c in PROPERTIES]
     if checked is None:

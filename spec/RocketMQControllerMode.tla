@@ -53,6 +53,8 @@ CONSTANTS
     FixConfirmWaitsFirstAck,        \* F-CONFIRM-SKIPS-NEW-CONNECTION
     FixFenceRequestsAcrossRestart,  \* M-PROPOSAL-OUTLIVES-RESTART
     FixConfirmShortcutUsesUnion,    \* F-CONFIRM-LOCAL-SHORTCUT
+    FixKeepOwnEpochOnRestart,       \* F-EPOCH-REBASE-ON-RESTART (its liveness side)
+    FixNoCommonEpochRestarts,       \* M-NO-COMMON-EPOCH (liveness)
     NONE                \* a model value: no broker, no proposal
 
 ASSUME NONE \notin Brokers
@@ -265,7 +267,7 @@ Init ==
 ControllerElect ==
     /\ ctlMaster # NONE
     /\ ~CtlAlive(ctlMaster)
-    /\ \E b \in registered : CtlAlive(b)
+    /\ {b \in registered : CtlAlive(b)} # {}   \* (not \E: TLC would enumerate the witnesses)
     /\ LET res == ElectPolicy(ctlMaster, NONE) IN
         \/ /\ res = {}
            /\ ctlMaster' = NONE
@@ -362,7 +364,9 @@ ChangeToMaster(b) ==
                                                                  Len(log[b]), confirm1[b])]
                     ELSE confirm1
         ep1 == IF LastEpoch(ep) >= me THEN TruncateSuffixByEpoch(ep, me) ELSE ep
-        ep2 == AppendEntry(ep1, me, Len(log[b]))
+        \* F-EPOCH-REBASE-ON-RESTART: back as master in the epoch it last led, RocketMQ drops that epoch's entry and
+        \* appends (mE, max offset); the fix keeps the entry
+        ep2 == IF FixKeepOwnEpochOnRestart /\ LastEpoch(ep) = me THEN ep ELSE AppendEntry(ep1, me, Len(log[b]))
     IN /\ bME' = bME1
        /\ bSE' = bSE1
        /\ local' = local1
@@ -454,9 +458,11 @@ Handshake(b) ==
     LET m == role[b] IN
     /\ alive[b] /\ m # NONE /\ m # b /\ conn[b] = NONE /\ alive[m] /\ role[m] = m
     /\ LET ep == epochs[b]
-           p == IF ep # <<>>
-                THEN ConsistentPoint(ep, Len(log[b]), epochs[m], Len(log[m]), GuardConsistentPointMin)
-                ELSE Len(log[b])
+           p0 == IF ep # <<>>
+                 THEN ConsistentPoint(ep, Len(log[b]), epochs[m], Len(log[m]), GuardConsistentPointMin)
+                 ELSE Len(log[b])
+           \* M-NO-COMMON-EPOCH: no consistent point fails the handshake for ever; the fix starts again from 0
+           p == IF p0 < 0 /\ FixNoCommonEpochRestarts THEN 0 ELSE p0
            newLog == IF ep # <<>> /\ p < Len(log[b]) THEN Prefix(log[b], p) ELSE log[b]
            newEp == IF ep # <<>> THEN TruncateSuffixByOffset(ep, p) ELSE ep
        IN /\ p >= 0
@@ -773,7 +779,13 @@ Prop_SYNC_EXPAND_SAFE == [][SYNC_EXPAND_SAFE]_vars
 L_MASTER_ELECTED ==
     (\E x \in ctlSSS : alive[x] /\ reach[x]) ~> (ctlMaster # NONE /\ alive[ctlMaster] /\ reach[ctlMaster])
 
-\* Eventually every broker is in the SyncStateSet for good.
-L_REJOIN == <>[](\A b \in Brokers : b \in ctlSSS)
+\* A slave that has caught up with its master (its ack covers the master's log) eventually is in the
+\* controller's SyncStateSet, unless it dies meanwhile.
+CaughtUp(b) == alive[b] /\ conn[b] # NONE /\ ack[b] >= Len(log[conn[b]])
+L_REJOIN == \A b \in Brokers : CaughtUp(b) ~> (b \in ctlSSS \/ ~alive[b])
+
+\* Once the bounded perturbations are over, every broker is eventually in the SyncStateSet for good (every
+\* live slave catches up and joins).
+L_ALL_IN_SSS == <>[](\A b \in Brokers : b \in ctlSSS)
 
 =============================================================================================
