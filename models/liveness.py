@@ -168,8 +168,8 @@ def _steps(sg: StateGraph, path: list[int]) -> list[tuple[tuple | None, State]]:
 
 
 def _fair_loop(sg: StateGraph, comp: set[int], entry: int) -> list[int] | None:
-    """A closed walk entry -> ... -> entry inside comp that takes every class enabled in all of comp; None if
-    the component admits no fair loop."""
+    """A closed walk entry -> ... -> entry inside comp along which every fairness class is taken or somewhere
+    disabled; None if the component admits no fair loop (some class enabled in all of comp is never taken)."""
     if len(comp) == 1 and not sg.graph.has_edge(entry, entry):
         return None
     need = frozenset.intersection(*(sg.enabled[x] for x in comp))
@@ -182,14 +182,19 @@ def _fair_loop(sg: StateGraph, comp: set[int], entry: int) -> list[int] | None:
     if not need <= set(taken):
         return None
     walk = [entry]
-    for c in sorted(need, key=repr):
+    for c in sorted(need, key=repr):  # take each class enabled everywhere
         u, v = taken[c]
         walk += [*_path(sg, comp, walk[-1], u)[1:], v]
-    if walk[-1] != entry or len(walk) == 1:
-        walk += _path(sg, comp, walk[-1], entry)[1:] if walk[-1] != entry else []
-        if len(walk) == 1:  # entry alone: go round any cycle through it
-            nxt = next(v for v in sg.graph.successors(entry) if v in comp)
-            walk += [nxt, *_path(sg, comp, nxt, entry)[1:]]
+    if walk[-1] != entry:
+        walk += _path(sg, comp, walk[-1], entry)[1:]
+    if len(walk) == 1:  # go round some cycle through entry
+        nxt = next(v for v in sg.graph.successors(entry) if v in comp)
+        walk += [nxt, *_path(sg, comp, nxt, entry)[1:]]
+    # a class enabled all along this walk but not taken on it: visit a state of comp where it is disabled
+    done = set().union(*(_edge_classes(sg, u, v) for u, v in itertools.pairwise(walk)))
+    for c in sorted(frozenset.intersection(*(sg.enabled[x] for x in walk)) - done, key=repr):
+        x = next(y for y in sorted(comp) if c not in sg.enabled[y])
+        walk += [*_path(sg, comp, walk[-1], x)[1:], *_path(sg, comp, x, entry)[1:]]
     return walk
 
 

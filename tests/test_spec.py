@@ -152,3 +152,17 @@ def test_model_finding_traces_replay(path: Path) -> None:
     ok, line = speccheck.replay_model_trace(objs)
     assert ok, line
     assert MANIFEST["configs"][objs[0]["configName"]]["expect"] == objs[-1]["violation"]["tla"]
+
+
+LIVE_FAIL = [n for n, c in MANIFEST["configs"].items() if c["mode"] == "liveness" and c["expect"] != "pass"]
+
+
+@pytest.mark.parametrize("name", LIVE_FAIL)
+def test_model_liveness_counterexample_is_a_fair_violating_lasso(name: str) -> None:
+    from rmqha.models.liveness import check, check_lasso
+
+    cfg, cfgd = speccheck.model_config(name)
+    v = check(cfg, speccheck.checked_names(cfgd)).violation
+    assert v is not None and v.prop == MANIFEST["configs"][name]["expect"]
+    ok, line = check_lasso(cfg, v.prop, [s for _, s in v.steps], v.loop_start)
+    assert ok, line
