@@ -299,7 +299,9 @@ def _replay_model(args: argparse.Namespace, objs: list[dict[str, Any]], out: Con
 
     try:
         ok, line = speccheck.replay_model_trace(objs)
-    except (KeyError, ValueError, TypeError, IndexError) as exc:
+    except KeyError as exc:
+        raise UserError(f"{args.file}: cannot replay this model trace (no field {exc})") from None
+    except (ValueError, TypeError, IndexError) as exc:
         raise UserError(f"{args.file}: cannot replay this model trace ({exc})") from None
     report: dict[str, Any] = {"file": args.file, "layer": "model", "reproduced": ok, "message": line}
     if args.impl:

@@ -54,3 +54,32 @@ def test_fresh_tlc_counterexample_goes_to_the_implementation(tmp_path: Path) -> 
     assert r["ok"] and r["violated"] == "SYNC_NO_ACK_LOSS", r
     res = crosslayer.run_on_impl(crosslayer.translate(_objs(Path(r["trace"]))))
     assert res.violation is not None and res.violation.invariant == "SYNC-NO-ACK-LOSS"
+
+
+def test_replay_mistakes_are_one_line_exit_2(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"layer": "model"}\n')
+    impl_trace = tmp_path / "impl.jsonl"
+    res = crosslayer.run_on_impl(crosslayer.translate(_objs(DATA / "unclean_bug.trace.jsonl")))
+    impl_trace.write_text(res.text or "")
+    for args in (["replay", str(bad)], ["replay", str(impl_trace), "--impl", str(tmp_path / "x.jsonl")]):
+        p = subprocess.run([sys.executable, "-m", "rmqha", *args], capture_output=True, text=True, timeout=120)
+        assert p.returncode == 2 and p.stderr.count("\n") == 1 and p.stderr.startswith("rmqha: "), p.stderr
+
+
+def test_replay_impl_flag_writes_a_failing_implementation_trace(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    out = tmp_path / "impl.jsonl"
+    p = subprocess.run([sys.executable, "-m", "rmqha", "replay", str(DATA / "unclean_bug.trace.jsonl"), "--impl",
+                        str(out), "--json"], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr
+    report = json.loads(p.stdout)
+    assert report["reproduced"] and report["impl"]["violation"]["invariant"] == "SYNC-NO-ACK-LOSS"
+    again = subprocess.run([sys.executable, "-m", "rmqha", "replay", str(out)], capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -95,6 +95,14 @@ def test_model_counts_equal_tlc_tiny_orbits(tmp_path: Path) -> None:
     _compare("tiny", tmp_path, True)
 
 
+def test_model_orbits_equal_tlc_on_the_small_scope() -> None:
+    """The model's BFS with symmetry on ``small`` counts TLC's distinct states exactly: the manifest's count,
+    which ``test_tlc_config_matches_manifest[small]`` checks against a fresh TLC run in the same session."""
+    cfg, _ = speccheck.model_config("small")
+    model = bfs(cfg, symmetry=True, invariants=[], properties=[])
+    assert model.distinct == MANIFEST["configs"]["small"]["measured"]["distinct"]
+
+
 @needs_java
 @pytest.mark.slow
 @pytest.mark.parametrize("name,symmetry", [("tiny", False), ("small", True), ("small", False)])
