@@ -18,7 +18,7 @@ BASE = {
     "GuardExpandEpochStart": True, "GuardAlterMasterEpoch": True, "GuardAlterSSSEpoch": True,
     "GuardConsistentPointMin": True, "AckSetUnion": True, "FixUnionKeepsAllProposals": True,
     "FixConfirmWaitsFirstAck": True, "FixFenceRequestsAcrossRestart": True, "FixConfirmShortcutUsesUnion": True,
-    "FixKeepOwnEpochOnRestart": False, "FixNoCommonEpochRestarts": False,
+    "FixKeepOwnEpochOnRestart": True, "FixNoCommonEpochRestarts": False,
 }
 INVARIANTS = ["CTL_MASTER_IN_SSS", "CTL_SSS_REGISTERED", "CTL_ONE_MASTER_PER_EPOCH", "EPOCH_FILE_WF",
               "HA_TRUNCATE_PREFIX", "HA_LOG_MATCHING", "SYNC_CONFIRM_BOUND", "SYNC_SSS_HOLDS_ACKED", "SYNC_NO_ACK_LOSS"]
@@ -93,6 +93,12 @@ CONFIGS: dict[str, tuple[str, dict, list[str] | None, str | None, str, bool]] = 
                              "up (the liveness side of F-EPOCH-REBASE-ON-RESTART).",
                              {**LIVE, **LIVE_FIXES, "FixKeepOwnEpochOnRestart": False}, ["L_ALL_IN_SSS"],
                              "L_ALL_IN_SSS", "liveness", True),
+    "epoch_rebase_safety_finding": ("RocketMQ as it is (F-EPOCH-REBASE-ON-RESTART): a master of its second epoch "
+                                    "restarts and rewrites that epoch's start; an SSS member's handshake then finds "
+                                    "the consistent point at the older epoch's end and truncates messages it holds "
+                                    "and acked, below the master's confirmOffset.",
+                                    {"MaxPartitions": 1, "FixKeepOwnEpochOnRestart": False}, ["SYNC_CONFIRM_BOUND"],
+                                    "SYNC_CONFIRM_BOUND", "bfs", True),
     "no_common_epoch_finding": ("RocketMQ as it is: a slave whose epoch file shares no epoch with its master's (the "
                                 "first master wrote nothing before it failed) fails every handshake "
                                 "(doTruncate: no consistent point) and never catches up (M-NO-COMMON-EPOCH, found "
