@@ -97,6 +97,17 @@ class Violation:
     trace: list[tuple[tuple | None, State]]  # (label that led here, state); the first label is None
 
 
+def _checks(invariants: Iterable[str] | None, properties: Iterable[str] | None) -> tuple[list, list]:
+    """(name, predicate) pairs of the invariants and action properties to check (None: all of them)."""
+    return ([(k, INVARIANTS[k]) for k in (INVARIANTS if invariants is None else invariants)],
+            [(k, ACTION_PROPERTIES[k]) for k in (ACTION_PROPERTIES if properties is None else properties)])
+
+
+def _outcome_json(v: Violation | None) -> dict[str, Any]:
+    return {"status": "pass" if v is None else v.kind, "violated": None if v is None else v.name,
+            "traceLength": None if v is None else len(v.trace)}
+
+
 @dataclass
 class BFSResult:
     distinct: int = 0
@@ -107,18 +118,15 @@ class BFSResult:
     by_action: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        v = self.violation
-        return {"status": "pass" if v is None else v.kind, "distinct": self.distinct, "generated": self.generated,
-                "depth": self.depth, "seconds": round(self.seconds, 3),
-                "violated": None if v is None else v.name, "traceLength": None if v is None else len(v.trace)}
+        return {"distinct": self.distinct, "generated": self.generated, "depth": self.depth,
+                "seconds": round(self.seconds, 3), **_outcome_json(self.violation)}
 
 
 def bfs(cfg: ModelConfig, *, symmetry: bool = True, invariants: Iterable[str] | None = None,
         properties: Iterable[str] | None = None, on_progress: Callable[[dict[str, int]], None] | None = None,
         max_states: int | None = None) -> BFSResult:
     """Breadth-first search of every reachable state (orbit, with symmetry); stops at the first violation."""
-    invs = [(k, INVARIANTS[k]) for k in (INVARIANTS if invariants is None else invariants)]
-    props = [(k, ACTION_PROPERTIES[k]) for k in (ACTION_PROPERTIES if properties is None else properties)]
+    invs, props = _checks(invariants, properties)
     sym = Symmetry(cfg.Brokers) if symmetry else None
     canon: Callable[[State], State] = sym.canonical if sym else (lambda x: x)
     t0 = time.perf_counter()
@@ -203,10 +211,9 @@ class WalkResult:
     by_action: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        v = self.violation
-        return {"status": "pass" if v is None else v.kind, "walks": self.walks, "steps": self.steps,
-                "distinct": self.distinct, "depth": self.max_depth, "seconds": round(self.seconds, 3),
-                "violated": None if v is None else v.name, "traceLength": None if v is None else len(v.trace)}
+        """As ``BFSResult.to_json``; ``generated`` counts the steps taken."""
+        return {"walks": self.walks, "steps": self.steps, "generated": self.steps, "distinct": self.distinct,
+                "depth": self.max_depth, "seconds": round(self.seconds, 3), **_outcome_json(self.violation)}
 
 
 def random_walks(cfg: ModelConfig, *, seed: int, walks: int, depth: int, invariants: Iterable[str] | None = None,
@@ -218,8 +225,7 @@ def random_walks(cfg: ModelConfig, *, seed: int, walks: int, depth: int, invaria
     import random
 
     rng = random.Random(seed)
-    invs = [(k, INVARIANTS[k]) for k in (INVARIANTS if invariants is None else invariants)]
-    props = [(k, ACTION_PROPERTIES[k]) for k in (ACTION_PROPERTIES if properties is None else properties)]
+    invs, props = _checks(invariants, properties)
     sym = Symmetry(cfg.Brokers)
     seen: set[int] = set()
     res = WalkResult()

@@ -127,9 +127,7 @@ def state_graph(cfg: ModelConfig, max_states: int = 2_000_000) -> StateGraph:
                 g[i][j]["labels"].append(label)
             else:
                 g.add_edge(i, j, labels=[label])
-        while len(enabled) <= i:
-            enabled.append(frozenset())
-        enabled[i] = frozenset(en)
+        enabled.append(frozenset(en))  # states leave the FIFO queue in id order
     return StateGraph(states, g, enabled)
 
 
@@ -198,7 +196,8 @@ def _fair_loop(sg: StateGraph, comp: set[int], entry: int) -> list[int] | None:
     return walk
 
 
-def _search(sg: StateGraph, cfg: ModelConfig, prop: LiveProp, b: int) -> Lasso | None:
+def _search(sg: StateGraph, cfg: ModelConfig, prop: LiveProp, b: int, dist: dict[int, int]) -> Lasso | None:
+    """A fair lasso violating ``prop`` (for broker b), with the shortest prefix; ``dist``: BFS distance from 0."""
     n = len(sg.states)
     notq = [not prop.q(s, cfg, b) for s in sg.states]
     if prop.p is None:
@@ -216,7 +215,6 @@ def _search(sg: StateGraph, cfg: ModelConfig, prop: LiveProp, b: int) -> Lasso |
                     q.append(v)
     if not region:
         return None
-    dist = nx.single_source_shortest_path_length(sg.graph, 0)
     best: tuple[int, int, list[int] | None] | None = None  # (distance, entry, loop or None for stutter)
     for x in region:
         if not sg.enabled[x] and (best is None or dist[x] < best[0]):
@@ -249,10 +247,11 @@ def check(cfg: ModelConfig, names: list[str], sg: StateGraph | None = None) -> L
     if unknown:
         raise KeyError(f"not a liveness property of the model: {', '.join(unknown)}")
     sg = sg or state_graph(cfg)
+    dist = nx.single_source_shortest_path_length(sg.graph, 0)
     for name in names:
         prop = LIVENESS[name]
         for b in range(cfg.Brokers) if prop.per_broker else [0]:
-            lasso = _search(sg, cfg, prop, b)
+            lasso = _search(sg, cfg, prop, b, dist)
             if lasso is not None:
                 return LivenessResult(len(sg.states), sg.graph.number_of_edges(), lasso)
     return LivenessResult(len(sg.states), sg.graph.number_of_edges(), None)

@@ -10,7 +10,7 @@ state, and checks the recorded violation at the end.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from rmqha.impl.catalogue import CATALOGUE
@@ -93,19 +93,23 @@ def label_to_json(label: tuple, names: list[str]) -> list[Any]:
     return out
 
 
-def replay_states(cfg: ModelConfig, states: list[State]) -> list[tuple[tuple | None, State]]:
+def replay_states(cfg: ModelConfig, states: list[Any],
+                  key: Callable[[State], Any] | None = None) -> list[tuple[tuple | None, State]]:
     """Follow a sequence of states through the model: each must be a successor of the previous (or equal: a
-    stutter). Raises ``ValueError`` naming the first step the model does not allow."""
-    if states[0] != initial(cfg):
+    stutter). ``states`` are model states, or what ``key`` makes of one (e.g. its JSON). Raises ``ValueError``
+    naming the first step the model does not allow."""
+    k: Callable[[State], Any] = key or (lambda x: x)
+    s = initial(cfg)
+    if k(s) != states[0]:
         raise ValueError("step 0: not the model's initial state")
-    out: list[tuple[tuple | None, State]] = [(None, states[0])]
+    out: list[tuple[tuple | None, State]] = [(None, s)]
     for i in range(1, len(states)):
-        prev, want = states[i - 1], states[i]
-        if want == prev:
-            out.append((("Stutter",), want))
+        prev, want = out[-1][1], states[i]
+        if want == states[i - 1]:
+            out.append((("Stutter",), prev))
             continue
         for label, t in successors(prev, cfg):
-            if t == want:
+            if k(t) == want:
                 out.append((label, t))
                 break
         else:

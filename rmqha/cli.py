@@ -269,9 +269,11 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Any, profile: str, names
 # -------------------------------------------------------------------------------------------- replay
 
 
-def _read_trace(path: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], dict[str, Any]]:
-    """A trace file's text and its parsed header, step lines and footer; a bad file is a one-line UserError."""
-    text = read_trace_text(path)
+def _read_trace(path: str, text: str | None = None) -> tuple[str, dict[str, Any], list[dict[str, Any]],
+                                                            dict[str, Any]]:
+    """A trace file's text (read unless given) and its parsed header, step lines and footer; a bad file is a
+    one-line UserError."""
+    text = read_trace_text(path) if text is None else text
     try:
         header, lines, footer = parse(text)
     except TraceFormatError as exc:
@@ -279,9 +281,8 @@ def _read_trace(path: str) -> tuple[str, dict[str, Any], list[dict[str, Any]], d
     return text, header, lines, footer
 
 
-def _model_trace_objs(path: str) -> list[dict[str, Any]] | None:
+def _model_trace_objs(path: str, text: str) -> list[dict[str, Any]] | None:
     """The objects of a model trace (header layer "model"), None for an implementation trace."""
-    text = read_trace_text(path)
     try:
         first = json.loads(text.split("\n", 1)[0])
     except json.JSONDecodeError:
@@ -329,12 +330,13 @@ def _replay_model(args: argparse.Namespace, objs: list[dict[str, Any]], out: Con
 
 
 def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
-    objs = _model_trace_objs(args.file)
+    text = read_trace_text(args.file)
+    objs = _model_trace_objs(args.file, text)
     if objs is not None:
         return _replay_model(args, objs, out)
     if args.impl:
         raise UserError("--impl applies to model traces (rmqha check / model-check write them)")
-    text, header, _lines, footer = _read_trace(args.file)
+    text, header, _lines, footer = _read_trace(args.file, text)
     try:
         names = list(header.get("bugs") or [])
         B.check_names(names)

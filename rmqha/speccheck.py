@@ -73,8 +73,14 @@ def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: 
         res = run_tlc(spec, cfg_path, workers=workers, on_progress=on_progress)
     violated = res.violated.removeprefix(PROP_PREFIX) if res.violated else None
     live = entry["mode"] == "liveness"
-    if live and res.status == "property" and violated is None and res.trace:
-        violated = _temporal_violated(name, res.trace, spec_dir)
+    if res.trace:
+        cfg, cfgd = model_config(name, spec_dir)
+        names = broker_names(cfg.Brokers)
+        states = [state_from_tla(t.vars, names) for t in res.trace if t.kind == "state"]
+        back = next((t.back_to for t in res.trace if t.kind == "back-to"), None)
+        loop = None if back is None else back - 1
+        if live and res.status == "property" and violated is None:
+            violated = _temporal_violated(cfg, checked_names(cfgd), states, loop)
     out: dict[str, Any] = {"config": name, "status": res.status, "violated": violated, "distinct": res.distinct,
                            "generated": res.generated, "depth": res.depth, "seconds": round(res.seconds, 2),
                            "expect": entry["expect"], "message": res.message}
@@ -90,12 +96,9 @@ def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: 
         out["ok"] = False
         out["message"] = f"distinct states {res.distinct} != manifest {measured['distinct']}"
     if res.trace and live:
-        out.update(_replay_lasso(name, entry, res.trace, violated, trace_dir, spec_dir))
+        out.update(_replay_lasso(name, entry, cfg, cfgd, states, loop, violated, trace_dir))
         out["ok"] = out["ok"] and out["modelReplay"]["ok"]
     elif res.trace:
-        cfg, cfgd = model_config(name, spec_dir)
-        names = broker_names(cfg.Brokers)
-        states = [state_from_tla(t.vars, names) for t in res.trace if t.kind == "state"]
         try:
             steps = replay_states(cfg, states)
             v = first_violation(cfg, steps, checked_names(cfgd))
@@ -106,42 +109,31 @@ def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: 
             out["modelReplay"] = {"ok": False, "error": str(exc)}
             out["ok"] = False
         if trace_dir is not None and steps:
-            header = {"format": "rmqha-trace", "version": 1, "source": "tlc", "spec": entry["spec"],
-                      "configName": name, "constants": cfg_constants_json(cfgd), "checked": checked_names(cfgd)}
             path = trace_dir / f"{name}.trace.jsonl"
-            write_model_trace(path, model_trace_lines(header, cfg, steps, v))
+            write_model_trace(path, model_trace_lines(_trace_header(name, entry, cfgd), cfg, steps, v))
             out["trace"] = str(path)
     return out
 
 
-def _lasso_states(name: str, trace: list[Any], spec_dir: Path) -> tuple[ModelConfig, list[Any], int | None]:
-    cfg, _ = model_config(name, spec_dir)
-    names = broker_names(cfg.Brokers)
-    states = [state_from_tla(t.vars, names) for t in trace if t.kind == "state"]
-    back = next((t.back_to for t in trace if t.kind == "back-to"), None)
-    return cfg, states, None if back is None else back - 1
+def _trace_header(name: str, entry: dict[str, Any], cfgd: dict[str, Any]) -> dict[str, Any]:
+    """The header of a model trace converted from TLC's counterexample for config ``name``."""
+    return {"format": "rmqha-trace", "version": 1, "source": "tlc", "spec": entry["spec"], "configName": name,
+            "constants": cfg_constants_json(cfgd), "checked": checked_names(cfgd)}
 
 
-def _temporal_violated(name: str, trace: list[Any], spec_dir: Path) -> str | None:
+def _temporal_violated(cfg: ModelConfig, checked: list[str], states: list[Any], loop: int | None) -> str | None:
     """TLC says only "temporal properties were violated": name the first checked one the lasso violates."""
     from rmqha.models.liveness import LIVENESS, check_lasso
 
-    cfg, cfgd = model_config(name, spec_dir)
-    _, states, loop = _lasso_states(name, trace, spec_dir)
-    for prop in checked_names(cfgd):
-        if prop in LIVENESS and check_lasso(cfg, prop, states, loop)[0]:
-            return prop
-    return None
+    return next((p for p in checked if p in LIVENESS and check_lasso(cfg, p, states, loop)[0]), None)
 
 
-def _replay_lasso(name: str, entry: dict[str, Any], trace: list[Any], violated: str | None,
-                  trace_dir: Path | None, spec_dir: Path) -> dict[str, Any]:
+def _replay_lasso(name: str, entry: dict[str, Any], cfg: ModelConfig, cfgd: dict[str, Any], states: list[Any],
+                  loop: int | None, violated: str | None, trace_dir: Path | None) -> dict[str, Any]:
     """Check TLC's lasso on the model (every step a model step, the loop fair, the property violated) and write
     it as a model trace whose footer names the loop."""
     from rmqha.models.liveness import check_lasso
 
-    cfg, cfgd = model_config(name, spec_dir)
-    _, states, loop = _lasso_states(name, trace, spec_dir)
     if violated is None:
         return {"modelReplay": {"ok": False, "error": "the lasso violates none of the checked properties"}}
     ok, line = check_lasso(cfg, violated, states, loop)
@@ -151,10 +143,8 @@ def _replay_lasso(name: str, entry: dict[str, Any], trace: list[Any], violated: 
             steps = replay_states(cfg, states)
         except ValueError as exc:
             return {"modelReplay": {"ok": False, "error": str(exc)}}
-        header = {"format": "rmqha-trace", "version": 1, "source": "tlc", "spec": entry["spec"],
-                  "configName": name, "constants": cfg_constants_json(cfgd), "checked": checked_names(cfgd)}
         path = trace_dir / f"{name}.trace.jsonl"
-        lines = model_trace_lines(header, cfg, steps, None)
+        lines = model_trace_lines(_trace_header(name, entry, cfgd), cfg, steps, None)
         lines[-1]["violation"] = {"tla": violated, "id": violated, "loop": "stutter" if loop is None else loop}
         write_model_trace(path, lines)
         out["trace"] = str(path)
@@ -189,20 +179,10 @@ def replay_model_trace(objs: list[dict[str, Any]]) -> tuple[bool, str]:
     cfg = ModelConfig.from_constants({k: (frozenset(v) if isinstance(v, list) else v)
                                       for k, v in header["constants"].items()})
     names = broker_names(cfg.Brokers)
-    from rmqha.models.controller_mode import initial, successors
-
-    s = initial(cfg)
-    path = [(None, s)]
-    if state_to_json(s, names) != steps[0]["state"]:
-        return False, "step 0 is not the model's initial state"
-    for line in steps[1:]:
-        for label, t in successors(s, cfg):
-            if state_to_json(t, names) == line["state"]:
-                s = t
-                path.append((label, t))
-                break
-        else:
-            return False, f"step {line['i']}: no model action leads to the recorded state"
+    try:
+        path = replay_states(cfg, [line["state"] for line in steps], key=lambda s: state_to_json(s, names))
+    except ValueError as exc:
+        return False, str(exc)
     want = footer.get("violation")
     if want is not None and "loop" in want:  # a liveness lasso
         from rmqha.models.liveness import check_lasso
@@ -229,23 +209,25 @@ def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callabl
     mode = load_manifest(spec_dir)["configs"].get(name, {}).get("mode")
     if mode == "liveness":
         return _model_check_liveness(name, cfg, names)
+    invs, props = [n for n in names if n in INVARIANTS], [n for n in names if n in ACTION_PROPERTIES]
     if mode == "simulate":  # the model's random walks, as TLC -simulate: same depth, seeded
         from rmqha.models.explore import random_walks
 
-        w = random_walks(cfg, seed=1, walks=SIM_WALKS, depth=SIM_DEPTH,
-                         invariants=[n for n in names if n in INVARIANTS],
-                         properties=[n for n in names if n in ACTION_PROPERTIES], on_progress=on_progress)
-        out = {"config": name, "symmetry": True, "generated": w.steps, **w.to_json()}
-        if w.violation is not None:
-            out["trace"] = [list(lab) if lab else None for lab, _ in w.violation.trace]
-        return out
-    sym = bool(cfgd.get("symmetry")) if symmetry is None else symmetry
-    res = bfs(cfg, symmetry=sym, invariants=[n for n in names if n in INVARIANTS],
-              properties=[n for n in names if n in ACTION_PROPERTIES], on_progress=on_progress)
+        res: Any = random_walks(cfg, seed=1, walks=SIM_WALKS, depth=SIM_DEPTH, invariants=invs, properties=props,
+                                on_progress=on_progress)
+        sym = True
+    else:
+        sym = bool(cfgd.get("symmetry")) if symmetry is None else symmetry
+        res = bfs(cfg, symmetry=sym, invariants=invs, properties=props, on_progress=on_progress)
     out = {"config": name, "symmetry": sym, **res.to_json()}
     if res.violation is not None:
-        out["trace"] = [list(lab) if lab else None for lab, _ in res.violation.trace]
+        out["trace"] = _labels(res.violation.trace)
     return out
+
+
+def _labels(steps: list[tuple[tuple | None, Any]]) -> list[list[Any] | None]:
+    """The action labels of (label, state) steps, as JSON."""
+    return [list(lab) if lab else None for lab, _ in steps]
 
 
 def _model_check_liveness(name: str, cfg: ModelConfig, names: list[str]) -> dict[str, Any]:
@@ -261,6 +243,6 @@ def _model_check_liveness(name: str, cfg: ModelConfig, names: list[str]) -> dict
                            "distinct": res.distinct, "edges": res.edges, "violated": None if v is None else v.prop,
                            "seconds": round(time.monotonic() - t0, 2)}
     if v is not None:
-        out["trace"] = [list(lab) if lab else None for lab, _ in v.steps]
+        out["trace"] = _labels(v.steps)
         out["loop"] = "stutter" if v.loop_start is None else v.loop_start
     return out

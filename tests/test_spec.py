@@ -6,6 +6,7 @@ without symmetry; each failing config fails in the model too."""
 from __future__ import annotations
 
 import importlib.util
+import json
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,7 @@ def test_tlc_config_matches_manifest(name: str, tmp_path: Path) -> None:
     if MANIFEST["configs"][name]["expect"] != "pass":
         assert r["modelReplay"]["ok"], r["modelReplay"]
         ok, line = speccheck.replay_model_trace(
-            [__import__("json").loads(x) for x in Path(r["trace"]).read_text().splitlines()])
+            [json.loads(x) for x in Path(r["trace"]).read_text().splitlines()])
         assert ok, line
 
 
@@ -154,8 +155,6 @@ def test_random_walks_are_seeded_and_find_a_bug() -> None:
 def test_model_finding_traces_replay(path: Path) -> None:
     """The TLC counterexamples kept in docs/model-findings.md replay state for state on the model; each config
     still expects that violation."""
-    import json
-
     objs = [json.loads(x) for x in path.read_text().splitlines()]
     ok, line = speccheck.replay_model_trace(objs)
     assert ok, line
