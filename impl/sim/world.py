@@ -95,6 +95,7 @@ class Simulation(WorldView):
         self.now = 0
         self.step = 0
         self._seq = 0
+        self._act_seq = -(1 << 62)  # explicit actions sort before every other event of the same time
         self._heap: list[tuple] = []
         self.controller = "ctl"
         self.nameserver = "ns"
@@ -126,7 +127,7 @@ class Simulation(WorldView):
             self._push(self.generator.first_time(0), GEN, None)
         else:
             for action in schedule:
-                self._push(action["t"], ACT, dict(action))
+                self.schedule_action(action)
         from ..catalogue import Checker  # the checker reads the world; the world only calls it
 
         self.checker = checker_factory(self) if checker_factory is not None else Checker(self)
@@ -214,10 +215,31 @@ class Simulation(WorldView):
         self._seq += 1
         heapq.heappush(self._heap, (t, self._seq, kind, payload))
 
+    def schedule_action(self, action: Action) -> None:
+        """Add one explicit action. It runs exactly where it would have run had it been in the initial schedule
+        (before every other event of its time, after the actions added before it), so a run driven action by
+        action (the Hypothesis suites) equals the run of its whole schedule given up front."""
+        self._act_seq += 1
+        heapq.heappush(self._heap, (action["t"], self._act_seq, ACT, (dict(action),)))
+
     def run(self) -> Violation | None:
+        self._loop(None)
+        if self.recorder is not None:
+            self.recorder.finish(self)
+        return self.violation
+
+    def run_before(self, t: int) -> Violation | None:
+        """Process every event earlier than ``t`` (within ``max_steps``), stopping at a violation; the run can go
+        on afterwards. Actions scheduled at ``t`` or later then run as in a run of the whole schedule."""
+        self._loop(t)
+        return self.violation
+
+    def _loop(self, before: int | None) -> None:
         while self._heap and self.violation is None and self.step < self.max_steps:
             t, _, kind, payload = self._heap[0]
             if self.max_time is not None and t > self.max_time:
+                break
+            if before is not None and t >= before:
                 break
             heapq.heappop(self._heap)
             if kind == TIMER and not self._live_timer(payload):
@@ -226,9 +248,6 @@ class Simulation(WorldView):
             self.step += 1
             self._dispatch(kind, payload)
             self._finish_step()
-        if self.recorder is not None:
-            self.recorder.finish(self)
-        return self.violation
 
     def _live_timer(self, payload: tuple) -> bool:
         name, inc, token = payload
