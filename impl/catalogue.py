@@ -47,7 +47,9 @@ CATALOGUE: list[Invariant] = [
               "Per broker set, masterEpoch and syncStateSetEpoch never decrease; an applied ElectMaster raises mE "
               "by 1, an elected master or an AlterSyncStateSet raises sE by 1, nothing else moves them.",
               "SyncStateInfo.updateMasterInfo / updateSyncStateSetInfo; ReplicasInfoManager.applyEvent",
-              "controller", "cleanBrokerData of a whole set restarts both epochs at 0 when the set returns",
+              "controller",
+              "cleanBrokerData of a whole set, or of every member of its SyncStateSet (the SyncStateSet entry goes "
+              "and the next applyBrokerId rebuilds the set: QUIRK), restarts both epochs at 0 when the set returns",
               on=("ctl.apply",)),
     Invariant("CTL-ONE-MASTER-PER-EPOCH",
               "For each broker set and masterEpoch, the controller records at most one master.",

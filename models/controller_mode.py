@@ -68,6 +68,9 @@ class ModelConfig:
     GuardAlterMasterEpoch: bool = True  # alterSyncStateSet check 4
     GuardAlterSSSEpoch: bool = True  # alterSyncStateSet check 5
     GuardConsistentPointMin: bool = True  # findConsistentPoint takes min of the ends (FALSE: max)
+    # model-only (the TLA+ spec does not carry it; TLC ignores it): DefaultElectPolicy's valid predicate
+    # (FALSE: bug switch elect-ignores-liveness, candidates are not filtered by liveness; `rmqha prove` replays on it)
+    GuardElectAlive: bool = True
     AckSetUnion: bool = True  # GroupTransferService counts local ∪ remote (#5663; FALSE: local only)
     # fixes of findings (FALSE: RocketMQ as it is)
     FixUnionKeepsAllProposals: bool = False  # F-GAP-UNION
@@ -267,9 +270,9 @@ def _best(s: State, cands: list[int]) -> list[int]:
 
 def elect_policy(s: State, cfg: ModelConfig, old: int, prefer: int) -> list[int]:
     """``DefaultElectPolicy.elect``: the possible results (``[]``: none; ``[old]``: master still exists)."""
-    tiers = [[b for b in members(s.ctlSSS) if ctl_alive(s, b)]]
+    tiers = [[b for b in members(s.ctlSSS) if not cfg.GuardElectAlive or ctl_alive(s, b)]]
     if cfg.Unclean:
-        tiers.append([b for b in members(s.registered) if ctl_alive(s, b)])
+        tiers.append([b for b in members(s.registered) if not cfg.GuardElectAlive or ctl_alive(s, b)])
     for cands in tiers:
         if not cands:
             continue

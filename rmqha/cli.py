@@ -7,6 +7,7 @@
     rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]      rmqha doctor
     rmqha check [CONFIG ...] [--ci] [--workers N] [--record] [--json]   (TLA+ configs with TLC, vs spec/manifest.json)
     rmqha model-check --config NAME [--no-symmetry] [--json]            (the executable model's BFS)
+    rmqha prove [--brokers N] [--bug B]... [--json]      (z3: the controller's invariants are inductive; CTIs replayed)
 
 Exit status: 0 success / no violation; 1 a violation (for a batch: one no documented finding explains) or a
 replay that does not reproduce; 2 a usage or input error (one line on stderr, never a traceback).
@@ -31,7 +32,7 @@ from rmqha import __version__
 from rmqha.files import UserError, load_config, read_trace_text, write_text
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import catalogue_rows
-from rmqha.impl.config import config_from_dict
+from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.findings import FINDINGS, classify
 from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
 from rmqha.impl.trace import TraceFormatError, parse
@@ -97,6 +98,23 @@ def _parser() -> argparse.ArgumentParser:
     m.add_argument("--config", required=True, help="a config name of spec/manifest.json, e.g. small")
     m.add_argument("--no-symmetry", action="store_true", help="count states, not orbits")
     m.add_argument("--json", action="store_true")
+
+    cf = sub.add_parser("conform", help="validate implementation traces against the model, step by step")
+    cf.add_argument("traces", nargs="*", help="implementation trace files (rmqha simulate / Hypothesis / fuzz)")
+    cf.add_argument("--seeds", help="also validate fresh random runs of these seeds, e.g. 1-500")
+    cf.add_argument("--steps", type=int, default=5000, help="--seeds: simulator steps per run (default 5000)")
+    cf.add_argument("--profile", help="--seeds: safe (default), defaults, unclean, power-loss")
+    cf.add_argument("--bug", action="append", default=[], help="--seeds: switch on an injectable bug")
+    cf.add_argument("--fix", action="append", default=[], help="--seeds: a finding's fix switch, or 'all'")
+    cf.add_argument("--jobs", type=int, default=0, help="worker processes (default: CPU count)")
+    cf.add_argument("--json", action="store_true", help="print one JSON report per trace")
+
+    pv = sub.add_parser("prove", help="z3 inductive checks of the controller invariants; CTIs replayed on the model "
+                                      "and the implementation")
+    pv.add_argument("--brokers", type=int, default=3, help="broker ids 1..N (default 3)")
+    pv.add_argument("--bug", action="append", default=[],
+                    help="a controller switch: alter-skip-sss-epoch-check, elect-ignores-liveness, unclean-election")
+    pv.add_argument("--json", action="store_true")
     return p
 
 
@@ -510,9 +528,104 @@ def _cmd_model_check(args: argparse.Namespace, out: Console) -> int:
     return 0 if r["ok"] else 1
 
 
+def _conform_job(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    from rmqha.conform import validate
+
+    name, header = item
+    try:
+        return {"trace": name, **validate(header).to_dict()}
+    except (ValueError, KeyError, TypeError) as exc:
+        return {"trace": name, "error": str(exc)}
+
+
+def _cmd_conform(args: argparse.Namespace, out: Console) -> int:
+    items: list[tuple[str, dict[str, Any]]] = []
+    for path in args.traces:
+        text = read_trace_text(path)
+        if _model_trace_objs(path, text) is not None:
+            raise UserError(f"{path}: a model trace; conform validates implementation traces (rmqha replay "
+                            "--impl OUT turns a model trace into one)")
+        items.append((path, _read_trace(path, text)[1]))
+    if args.seeds:
+        profile = args.profile or "safe"
+        try:
+            cfg = default_config(profile)
+        except ValueError as exc:
+            raise UserError(str(exc)) from None
+        if cfg.cluster.mode != "controller":
+            raise UserError(f"profile {profile!r} is a 4.x legacy run: conformance needs controller mode")
+        names = _bug_list(args.bug, args.fix)
+        _apply_configs(cfg, names)
+        if args.steps <= 0:
+            raise UserError("--steps must be positive")
+        items += [(f"seed {n}", header_for(cfg, n, args.steps, names, None, None, profile))
+                  for n in _seed_range(args.seeds)]
+    if not items:
+        raise UserError("nothing to validate: give trace files and/or --seeds A-B")
+    jobs = args.jobs or os.cpu_count() or 1
+    reports: list[dict[str, Any]] = []
+    with Progress(TextColumn("conform"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[bad]} diverge"),
+                  TimeElapsedColumn(), console=Console(stderr=True), disable=args.json or len(items) < 2) as bar:
+        task = bar.add_task("conform", total=len(items), bad=0)
+        if jobs == 1 or len(items) == 1:
+            results = map(_conform_job, items)
+            for r in results:
+                reports.append(r)
+                bar.update(task, advance=1, bad=sum(1 for x in reports if not x.get("conforms")))
+        else:
+            with ProcessPoolExecutor(max_workers=jobs) as pool:
+                futures = [pool.submit(_conform_job, it) for it in items]
+                for f in as_completed(futures):
+                    reports.append(f.result())
+                    bar.update(task, advance=1, bad=sum(1 for x in reports if not x.get("conforms")))
+    order = {name: i for i, (name, _) in enumerate(items)}
+    reports.sort(key=lambda r: order[r["trace"]])
+    if args.json:
+        for r in reports:
+            print(json.dumps(r, sort_keys=True))
+    else:
+        ext: dict[str, int] = {}
+        for r in reports:
+            for k, v in (r.get("extensions") or {}).items():
+                ext[k] = ext.get(k, 0) + v
+            if "error" in r:
+                out.print(f"[red]error[/] {escape(r['trace'])}: {escape(r['error'])}")
+            elif not r["conforms"]:
+                d = r["divergence"]
+                out.print(f"[red]diverges[/] {escape(r['trace'])} at step {d['step']} (t={d['t'] / 1000:.1f}s, "
+                          f"event {escape(json.dumps(d['event'], sort_keys=True))})")
+                out.print(f"  model action {d['action']}: guard failed: {escape(d['guard'])}")
+                out.print(f"  {escape(d['detail'])}")
+                out.print(f"  enabled before the step: {escape(', '.join(d['enabled']) or 'none')}")
+        good = sum(1 for r in reports if r.get("conforms"))
+        steps = sum(r.get("steps", 0) for r in reports)
+        out.print(f"{good} of {len(reports)} traces conform ({steps} steps validated)"
+                  + (f"; extensions used: {', '.join(f'{k} {v}' for k, v in sorted(ext.items()))}" if ext else ""))
+    return 0 if all(r.get("conforms") for r in reports) else 1
+
+
+def _cmd_prove(args: argparse.Namespace, out: Console) -> int:
+    from rmqha.symbolic import prover, report
+    from rmqha.symbolic.transitions import PROVER_SWITCHES, Switches
+
+    names = _bug_list(args.bug, [])
+    other = [n for n in names if n not in PROVER_SWITCHES]
+    if other:
+        raise UserError(f"--bug {other[0]!r} does not act on the controller (prove knows: "
+                        f"{', '.join(PROVER_SWITCHES)})")
+    if not 1 <= args.brokers <= prover.MAX_BROKERS:
+        raise UserError(f"--brokers must be within 1..{prover.MAX_BROKERS}, got {args.brokers}")
+    run = prover.prove(args.brokers, Switches.from_names(names))
+    if args.json:
+        print(json.dumps(report.to_json(run), sort_keys=True))
+    else:
+        report.render(run, out)
+    return 0 if run.ok else 1
+
+
 COMMANDS = {"check": _cmd_check, "model-check": _cmd_model_check, "simulate": _cmd_simulate, "replay": _cmd_replay,
             "show": _cmd_show, "invariants": _cmd_invariants, "bugs": _cmd_bugs, "findings": _cmd_findings,
-            "doctor": _cmd_doctor}
+            "doctor": _cmd_doctor, "prove": _cmd_prove, "conform": _cmd_conform}
 
 
 def main(argv: list[str] | None = None) -> int:
