@@ -538,6 +538,16 @@ def _conform_job(item: tuple[str, dict[str, Any]]) -> dict[str, Any]:
         return {"trace": name, "error": str(exc)}
 
 
+def _conform_results(items: list[tuple[str, dict[str, Any]]], jobs: int) -> Any:
+    """Each item's report as it finishes: in this process, or on ``jobs`` workers."""
+    if jobs == 1 or len(items) == 1:
+        yield from map(_conform_job, items)
+        return
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        for f in as_completed([pool.submit(_conform_job, it) for it in items]):
+            yield f.result()
+
+
 def _cmd_conform(args: argparse.Namespace, out: Console) -> int:
     items: list[tuple[str, dict[str, Any]]] = []
     for path in args.traces:
@@ -567,17 +577,11 @@ def _cmd_conform(args: argparse.Namespace, out: Console) -> int:
     with Progress(TextColumn("conform"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[bad]} diverge"),
                   TimeElapsedColumn(), console=Console(stderr=True), disable=args.json or len(items) < 2) as bar:
         task = bar.add_task("conform", total=len(items), bad=0)
-        if jobs == 1 or len(items) == 1:
-            results = map(_conform_job, items)
-            for r in results:
-                reports.append(r)
-                bar.update(task, advance=1, bad=sum(1 for x in reports if not x.get("conforms")))
-        else:
-            with ProcessPoolExecutor(max_workers=jobs) as pool:
-                futures = [pool.submit(_conform_job, it) for it in items]
-                for f in as_completed(futures):
-                    reports.append(f.result())
-                    bar.update(task, advance=1, bad=sum(1 for x in reports if not x.get("conforms")))
+        bad = 0
+        for r in _conform_results(items, jobs):
+            reports.append(r)
+            bad += not r.get("conforms")
+            bar.update(task, advance=1, bad=bad)
     order = {name: i for i, (name, _) in enumerate(items)}
     reports.sort(key=lambda r: order[r["trace"]])
     if args.json:

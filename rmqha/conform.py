@@ -51,8 +51,8 @@ from typing import Any
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import BY_ID, Checker
 from rmqha.impl.config import ConfigError, config_from_dict
-from rmqha.impl.sim.abstraction import broker_part, controller_part, controller_view, id_index
-from rmqha.impl.sim.world import Simulation
+from rmqha.impl.sim.abstraction import brokers_state, controller_part, controller_view, id_index, mask
+from rmqha.impl.sim.world import Simulation, Violation
 from rmqha.models import controller_mode as M
 from rmqha.models.controller_mode import NONE, ModelConfig, State
 
@@ -65,8 +65,6 @@ FIX_CONSTANTS = {
 BIG = 1 << 30
 CTL_VARS = ("ctlMaster", "ctlME", "ctlSSS", "ctlSE", "registered")
 BROKER_VARS = ("role", "bME", "bSE", "local", "epochs")
-PER_BROKER_KEYS = ("alive", "role", "bME", "bSE", "local", "remote", "log", "epochs", "flushed", "confirm", "conn",
-                   "ack")
 RELEVANT = frozenset({"ctl.apply", "ctl.replay", "brk.role", "brk.sss", "store.truncate-invalid", "ha.truncate",
                       "ha.handshake-done", "ha.expand", "ha.transfer"})
 
@@ -182,13 +180,7 @@ class Validator:
             ctl = controller_part(self.ctl_snap, self._index)
         else:
             ctl = {k: pre[k] for k in CTL_VARS}  # type: ignore[index]
-        per = [broker_part(sim, b, self._index) for b in sim.brokers]
-        out: dict[str, Any] = {**ctl, "ctlSnapshot": self.ctl_snap}
-        for key in PER_BROKER_KEYS:
-            out[key] = tuple(p[key] for p in per)
-        out["reach"] = tuple(not (sim.is_blocked(b, sim.controller) or sim.is_blocked(sim.controller, b))
-                             for b in sim.brokers)
-        return out
+        return {**ctl, "ctlSnapshot": self.ctl_snap, **brokers_state(sim, self._index)}
 
     def _state(self, a: dict[str, Any]) -> State:
         return State(
@@ -227,23 +219,23 @@ class Validator:
         if pre is None:  # boot
             self._record_history(post)
             return
-        if post is pre and not any(o["k"] in RELEVANT for o in obs):
+        relevant = any(o["k"] in RELEVANT for o in obs)
+        if post is pre and not relevant:
             return  # nothing checked moved: a stutter
         s = self._state(pre)
         ev = self.sim._step_event or {}
         if ev.get("ev") == "act":
             s = self._act(s, ev["act"], post)
-        elif post is not pre and not any(o["k"] in RELEVANT for o in obs) and \
-                all(pre[k] == post[k] for k in CTL_VARS + BROKER_VARS):
+        elif not relevant and all(pre[k] == post[k] for k in CTL_VARS + BROKER_VARS):
             self._record_history(post)
             return  # a stutter
         for ob in obs:
             k = ob["k"]
             if k == "ctl.apply":
-                s = self._ctl_apply(s, ob, post)
+                s = self._ctl_apply(s, ob)
             elif k == "ha.transfer":
                 self._transfer(s, ob)
-        s = self._brokers(s, obs, pre, post)
+        s = self._brokers(s, obs)
         self._compare(s, post, pre)
         self._record_history(post)
 
@@ -284,7 +276,7 @@ class Validator:
 
     # ------------------------------------------------------------------------------- controller
 
-    def _ctl_apply(self, s: State, ob: dict[str, Any], post: dict[str, Any]) -> State:
+    def _ctl_apply(self, s: State, ob: dict[str, Any]) -> State:
         ev = ob["event"]
         typ = ev["type"]
         index = id_index(self.sim, ob.get("after") or ob.get("before") or self.ctl_snap)
@@ -301,11 +293,16 @@ class Validator:
         self.history.add((s2.ctlMaster, s2.ctlME, s2.ctlSSS, s2.ctlSE))
         return s2
 
+    def _validated_on(self, s: State, entry: int) -> State:
+        """``s`` with the controller's liveness when it validated log entry ``entry`` (reach: the request came)."""
+        alive, _ = self.basis.get(entry, ({}, {}))
+        return s._replace(alive=tuple(alive.get(i, False) for i in range(self.n)), reach=(True,) * self.n)
+
     def _elect_state(self, s: State, entry: int) -> State:
-        alive, ranks = self.basis.get(entry, ({}, {}))
-        return s._replace(alive=tuple(alive.get(i, False) for i in range(self.n)), reach=(True,) * self.n,
-                          epochs=tuple(((ranks[i][0], 0),) if i in ranks else () for i in range(self.n)),
-                          log=tuple(range(max(0, ranks[i][1])) if i in ranks else range(0) for i in range(self.n)))
+        _, ranks = self.basis.get(entry, ({}, {}))
+        return self._validated_on(s, entry)._replace(
+            epochs=tuple(((ranks[i][0], 0),) if i in ranks else () for i in range(self.n)),
+            log=tuple(range(max(0, ranks[i][1])) if i in ranks else range(0) for i in range(self.n)))
 
     def _elect(self, s: State, ob: dict[str, Any], ev: dict[str, Any], after: dict[str, int],
                index: dict[int, int]) -> State:
@@ -360,12 +357,9 @@ class Validator:
         requester = ctx.get("requester")
         frm = self.sim.brokers.index(requester) if requester in self.sim.brokers else \
             index.get(ctx.get("masterBrokerId"), NONE)
-        new = 0
-        for i in ctx.get("newSyncStateSet") or ():
-            new |= 1 << index[i] if i in index else 0
+        new = mask(ctx.get("newSyncStateSet"), index)
         req = (frm, ctx.get("masterEpoch"), ctx.get("syncStateSetEpoch"), new)
-        alive, _ = self.basis.get(ob["index"], ({}, {}))
-        e = s._replace(alive=tuple(alive.get(i, False) for i in range(self.n)), reach=(True,) * self.n, reqs=(req,))
+        e = self._validated_on(s, ob["index"])._replace(reqs=(req,))
         outcome = M.alter_outcome(e, self.cfg, req)
         if outcome:
             self._fail("ControllerAlter", f"alterSyncStateSet check {outcome}",
@@ -381,7 +375,7 @@ class Validator:
 
     # ----------------------------------------------------------------------------------- brokers
 
-    def _brokers(self, s: State, obs: list[dict[str, Any]], pre: dict[str, Any], post: dict[str, Any]) -> State:
+    def _brokers(self, s: State, obs: list[dict[str, Any]]) -> State:
         by: dict[int, list[dict[str, Any]]] = {}
         for ob in obs:
             n = ob.get("n")
@@ -389,10 +383,10 @@ class Validator:
                                                        "ha.handshake-done", "ha.expand"):
                 by.setdefault(self.sim.brokers.index(n), []).append(ob)
         for b, mine in sorted(by.items()):
-            s = self._broker_step(s, b, mine, post)
+            s = self._broker_step(s, b, mine)
         return s
 
-    def _broker_step(self, s: State, b: int, mine: list[dict[str, Any]], post: dict[str, Any]) -> State:
+    def _broker_step(self, s: State, b: int, mine: list[dict[str, Any]]) -> State:
         kinds = [o["k"] for o in mine]
         role = next((o for o in mine if o["k"] == "brk.role"), None)
         sss = next((o for o in mine if o["k"] == "brk.sss"), None)
@@ -404,7 +398,7 @@ class Validator:
         if role is not None or sss is not None:
             s = self._sync(s, b, role, sss)
         if "ha.truncate" in kinds or "ha.handshake-done" in kinds:
-            s = self._handshake(s, b, mine, post)
+            s = self._handshake(s, b, mine)
         for o in mine:
             if o["k"] == "ha.expand":
                 self._expand(s, b, o)
@@ -412,10 +406,7 @@ class Validator:
 
     def _sync(self, s: State, b: int, role: dict[str, Any] | None, sss: dict[str, Any] | None) -> State:
         index = id_index(self.sim, self.ctl_snap)
-        sss_mask = 0
-        if sss is not None:
-            for i in sss["syncStateSet"]:
-                sss_mask |= 1 << index[i] if i in index else 0
+        sss_mask = mask(sss["syncStateSet"], index) if sss is not None else 0
         if role is not None:
             me = role["masterEpoch"]
             master = b if role["role"] == "MASTER" else index.get(role.get("master"), NONE)
@@ -444,7 +435,7 @@ class Validator:
         return t._replace(ctlMaster=saved[0], ctlME=saved[1], ctlSSS=saved[2], ctlSE=saved[3], alive=saved[4],
                           reach=saved[5], registered=saved[6])
 
-    def _handshake(self, s: State, b: int, mine: list[dict[str, Any]], post: dict[str, Any]) -> State:
+    def _handshake(self, s: State, b: int, mine: list[dict[str, Any]]) -> State:
         tr = next((o for o in mine if o["k"] == "ha.truncate"), None)
         done = next((o for o in mine if o["k"] == "ha.handshake-done"), None)
         m = s.role[b]
@@ -475,20 +466,19 @@ class Validator:
         RocketMQ builds it after switching, the next one, starting exactly at the batch's end)."""
         if ob.get("epoch") is None:
             return
-        self.headers.add((ob["epoch"], ob["start"]))
+        hdr = (ob["epoch"], ob["start"])
+        self.headers.add(hdr)
         if not ob.get("size"):
             return
         entries = tuple(tuple(x) for x in ob["entries"])
         off, end = ob["offset"], ob["offset"] + ob["size"]
         cover = M.covering_entry(entries, off, ob["max"])
         last = M.covering_entry(entries, end - 1, ob["max"])
-        hdr = (ob["epoch"], ob["start"])
         nxt = next((x for x in entries if x[1] == end), None)
         if cover is None or cover != last or hdr not in (cover, nxt):
             self._fail("Transfer", "the batch lies in the epoch entry its header names (covering_entry)",
                        f"{ob['n']} sent [{off}, {end}) with header {list(hdr)}; its epoch entries {list(entries)} put "
                        f"the batch in {cover} .. {last}", s)
-        self.headers.add(hdr)
         self._took("Transfer")
 
     def _expand(self, s: State, b: int, ob: dict[str, Any]) -> None:
@@ -526,19 +516,15 @@ class Validator:
         """A slave's epoch cache changed outside a handshake: a transfer header's entry appended (the model's
         Transfer), or entries past the log end dropped (``DropTornTail`` on the READY loop). A header names an
         entry its master held (heartbeat frames carry headers too, unobserved)."""
-        n = post["log"][b]
-        if got == M.truncate_suffix_by_offset(want, n):
+        base = M.truncate_suffix_by_offset(want, post["log"][b])
+        if got == base:
             self._ext("DropTornTail")
             return True
-        base = M.truncate_suffix_by_offset(want, n)
-        if got and got[:-1] == base and tuple(got[-1]) in self.headers and M.append_entry(base, *got[-1]) == got:
-            return True
-        if got and got[:-1] == want and tuple(got[-1]) in self.headers and M.append_entry(want, *got[-1]) == got:
-            return True
-        return False
+        return bool(got) and tuple(got[-1]) in self.headers and any(
+            got[:-1] == prior and M.append_entry(prior, *got[-1]) == got for prior in (base, want))
 
 
-_STOP = None  # set below: a sentinel violation that ends the run at a divergence
+_STOP = Violation("CONFORMANCE", -1, -1, "diverged from the model", {})  # ends the run at a divergence
 
 
 def _name(sim: Simulation, i: int) -> str:
@@ -551,16 +537,12 @@ def _names(sim: Simulation, mask: int) -> list[str]:
 
 def validate(header: dict[str, Any]) -> Report:
     """Re-run a trace's header and validate every step against the model."""
-    global _STOP
-    from rmqha.impl.sim.world import Violation
-
     try:
         cfg = config_from_dict(header["config"])
     except ConfigError as exc:
         raise ValueError(f"trace config: {exc}") from None
     if cfg.cluster.mode != "controller":
         raise ValueError("conformance needs a controller-mode trace (this one is a 4.x legacy run)")
-    _STOP = Violation("CONFORMANCE", -1, -1, "diverged from the model", {})
     faults = header["faults"]
     schedule = None if faults.get("mode") == "generated" else list(faults.get("events", []))
     switches = B.check_names(list(header.get("bugs", [])))

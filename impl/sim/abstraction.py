@@ -53,7 +53,8 @@ def id_index(sim: Simulation, snap: dict[str, Any] | None) -> dict[int, int]:
     return out
 
 
-def _mask(ids: Any, index: dict[int, int]) -> int:
+def mask(ids: Any, index: dict[int, int]) -> int:
+    """The bit mask of the brokers with these controller ids (unknown ids are left out)."""
     m = 0
     for i in ids or ():
         if i in index:
@@ -65,9 +66,9 @@ def controller_part(snap: dict[str, Any], index: dict[int, int]) -> dict[str, in
     """The model's controller variables from one ``ReplicasInfoManager.snapshot()`` entry."""
     master = snap.get("master")
     return {"ctlMaster": index.get(master, NONE) if master is not None else NONE,
-            "ctlME": snap.get("masterEpoch") or 0, "ctlSSS": _mask(snap.get("syncStateSet"), index),
+            "ctlME": snap.get("masterEpoch") or 0, "ctlSSS": mask(snap.get("syncStateSet"), index),
             "ctlSE": snap.get("syncStateSetEpoch") or 0,
-            "registered": _mask([int(i) for i in (snap.get("replicas") or {})], index)}
+            "registered": mask([int(i) for i in (snap.get("replicas") or {})], index)}
 
 
 def broker_part(sim: Simulation, name: str, index: dict[int, int]) -> dict[str, Any]:
@@ -86,8 +87,8 @@ def broker_part(sim: Simulation, name: str, index: dict[int, int]) -> dict[str, 
             role = index.get(rm.master_broker_id, NONE) if rm.master_broker_id is not None else NONE
         elif rm.master_broker_id is not None and rm.master_broker_id == rm.broker_controller_id:
             role = me
-    local = _mask(ha.sync_state_set, index) if role == me else 0
-    remote = _mask(ha.remote_sync_state_set, index) if role == me and ha.is_synchronizing_sync_state_set else NONE
+    local = mask(ha.sync_state_set, index) if role == me else 0
+    remote = mask(ha.remote_sync_state_set, index) if role == me and ha.is_synchronizing_sync_state_set else NONE
     conn = ack = NONE
     client = ha.client
     if role not in (NONE, me) and client is not None and client.conn is not None and client.state.name == "TRANSFER":
@@ -102,6 +103,19 @@ def broker_part(sim: Simulation, name: str, index: dict[int, int]) -> dict[str, 
             "flushed": disk.flushed, "confirm": store.get_confirm_offset_directly(), "conn": conn, "ack": ack}
 
 
+PER_BROKER_KEYS = ("alive", "role", "bME", "bSE", "local", "remote", "log", "epochs", "flushed", "confirm", "conn",
+                   "ack")
+
+
+def brokers_state(sim: Simulation, index: dict[int, int]) -> dict[str, tuple]:
+    """The model's per-broker variables, each a tuple over the brokers, and ``reach``."""
+    per = [broker_part(sim, b, index) for b in sim.brokers]
+    out: dict[str, tuple] = {key: tuple(p[key] for p in per) for key in PER_BROKER_KEYS}
+    out["reach"] = tuple(not (sim.is_blocked(b, sim.controller) or sim.is_blocked(sim.controller, b))
+                         for b in sim.brokers)
+    return out
+
+
 def abstract_state(sim: Simulation, last_controller: dict[str, Any] | None = None) -> dict[str, Any]:
     """The model ``State`` fields of the whole cluster (``log`` as lengths; the caller builds ranges).
 
@@ -110,11 +124,4 @@ def abstract_state(sim: Simulation, last_controller: dict[str, Any] | None = Non
     if snap is None:
         snap = last_controller or {}
     index = id_index(sim, snap)
-    out: dict[str, Any] = {**controller_part(snap, index), "ctlSnapshot": snap}
-    per = [broker_part(sim, b, index) for b in sim.brokers]
-    for key in ("alive", "role", "bME", "bSE", "local", "remote", "log", "epochs", "flushed", "confirm", "conn",
-                "ack"):
-        out[key] = tuple(p[key] for p in per)
-    out["reach"] = tuple(not (sim.is_blocked(b, sim.controller) or sim.is_blocked(sim.controller, b))
-                         for b in sim.brokers)
-    return out
+    return {**controller_part(snap, index), "ctlSnapshot": snap, **brokers_state(sim, index)}
