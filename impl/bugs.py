@@ -29,9 +29,11 @@ FIX_PROPOSAL_KEEPS_EPOCHS = "fix-proposal-keeps-epochs"
 FIX_UNION_KEEPS_ALL_PROPOSALS = "fix-union-keeps-all-proposals"
 FIX_CONFIRM_SHORTCUT_USES_UNION = "fix-confirm-shortcut-uses-union"
 FIX_KEEP_OWN_EPOCH_ON_RESTART = "fix-keep-own-epoch-on-restart"
+FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH = "fix-epoch-eq-replaces-empty-epoch"
+FIX_TRANSFER_CHECKS_LOG_END = "fix-transfer-checks-log-end"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
-             FIX_KEEP_OWN_EPOCH_ON_RESTART)
+             FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END)
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,16 @@ BUGS: dict[str, Bug] = {
             "When the epoch cache's last epoch already equals the masterEpoch being taken (a master restarted and "
             "re-confirmed at the same epoch), the entry is kept instead of truncated and re-appended at the current "
             "max offset.", kind="fix"),
+        Bug(FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, "HA-LOG-MATCHING", "EpochFileCache.appendEntry",
+            "finding F-EPOCH-EQ-SPLICE; digest §f QUIRK-EPOCH-EQ (related upstream PR #9942, after 5.3.3)",
+            "An entry whose start equals the last entry's start and whose epoch is greater replaces that last entry "
+            "(its epoch holds no bytes) instead of being rejected; an HA connection whose transfer epoch was replaced "
+            "follows the entry that now covers its position.", kind="fix"),
+        Bug(FIX_TRANSFER_CHECKS_LOG_END, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
+            "finding F-TRANSFER-NEGATIVE-BATCH (a hole in upstream PR #9690)",
+            "Before a batch, a connection whose position lies past the commit log's end or past the end of its "
+            "current epoch (the serving broker truncated its log under it) closes instead of sending; the slave "
+            "reconnects and handshakes.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

@@ -85,9 +85,9 @@ CATALOGUE: list[Invariant] = [
               "a deposed master that has not heard of the new epoch still writes (no lease)", on=("brk.append",)),
     # ------------------------------------------------------------------------------------------ HA
     Invariant("HA-EPOCH-BOUNDARY",
-              "No transfer batch crosses an epoch boundary of the master, and its header names an epoch entry of "
-              "the master: the batch's own, or (RocketMQ builds the header after switching) the next one starting "
-              "exactly at the batch's end.",
+              "Every transfer batch has a non-negative size and lies in one epoch of the master (it crosses no epoch "
+              "boundary), and its header names an epoch entry of the master: the batch's own, or (RocketMQ builds "
+              "the header after switching) the next one starting exactly at the batch's end.",
               "AutoSwitchHAConnection.transferToSlave; changeTransferEpochToNext", "ha",
               "changeToMasterWhenLastRoleIsMaster keeps connections on the old epoch (#9689, fixed by #9690 after "
               "5.3.3)", on=("ha.transfer",)),
@@ -97,11 +97,12 @@ CATALOGUE: list[Invariant] = [
               "If two replicas hold the same epoch entry (epoch, start), their logs are byte-identical from start to "
               "the smaller of the two ends of that epoch.",
               "one master per epoch; AutoSwitchHAClient.doTruncate; EpochFileCache.appendEntry", "ha",
-              "QUIRK-EPOCH-EQ; the stale end after truncateSuffixByOffset; the #9689 quirk", reads=("brokers",)),
+              "the stale end after truncateSuffixByOffset; the #9689 quirk", reads=("brokers",)),
     Invariant("HA-TRUNCATE-PREFIX",
-              "After a successful handshake the slave's log is a prefix of the log of the broker it connected to.",
+              "After a successful handshake the slave's log is a prefix of the log of the broker it connected to, "
+              "and its truncation point is not past its own log end.",
               "EpochFileCache.findConsistentPoint + DefaultMessageStore.truncateFiles in AutoSwitchHAClient.doTruncate",
-              "ha", "an empty local epoch cache truncates nothing", on=("ha.handshake-done",)),
+              "ha", "an empty local epoch cache truncates nothing", on=("ha.truncate", "ha.handshake-done")),
     Invariant("EPOCH-FILE-WF",
               "A broker's epoch entries have strictly increasing epochs and starts, and each entry but the last ends "
               "where the next starts.",
@@ -199,6 +200,7 @@ class Checker:
         self._pair_fp: dict[tuple[str, str], tuple] = {}
         self._shared: dict[tuple[str, str], tuple[tuple, tuple, list]] = {}
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
+        self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         for kind, fn in [
             ("ctl.apply", self._on_ctl_apply), ("brk.role", self._on_brk_role), ("brk.sss", self._on_brk_sss),
@@ -309,8 +311,9 @@ class Checker:
             else:
                 st = node.store
                 ha = getattr(node, "ha", None)
-                fp = (id(node), st.commitlog.version, disk.generation, st.epoch_cache.version, st.confirm_offset,
-                      st.role, st.fenced, tuple(sorted(ha.sync_state_set)) if ha else (), disk.broker_identity)
+                fp = (self.world.inc[b], st.commitlog.version, disk.generation, st.epoch_cache.version,
+                      st.confirm_offset, st.role, st.fenced, tuple(sorted(ha.sync_state_set)) if ha else (),
+                      disk.broker_identity)
             if self._fingerprints.get(b) != fp:
                 self._fingerprints[b] = fp
                 changed = True
@@ -362,6 +365,7 @@ class Checker:
         if obs["syncStateSetEpoch"] <= se:
             self._fail("BRK-EPOCH-MONO", f"{name} adopted SSS epoch {obs['syncStateSetEpoch']} after {se}", obs=obs)
         self.broker_epochs[key] = (me, obs["syncStateSetEpoch"])
+        self._expanding.discard(name)
 
     def _on_brk_append(self, obs: dict[str, Any]) -> None:
         if obs["role"] == BrokerRole.SLAVE.value or obs["fenced"]:
@@ -370,12 +374,19 @@ class Checker:
 
     def _on_crash(self, obs: dict[str, Any]) -> None:
         self._full_recheck = True
+        if obs["node"] in self._expanding:
+            self._expanding.discard(obs["node"])
+            self.coverage.hit("sss-expand-raced-crash")
         self.coverage.hit("crash-power-loss" if obs.get("powerLoss") else "crash")
 
     def _on_truncated(self, obs: dict[str, Any]) -> None:
         self._full_recheck = True
 
     def _on_ha_truncate(self, obs: dict[str, Any]) -> None:
+        if obs["point"] > obs["before"]:  # findConsistentPoint takes min(local end, master end): never past the log
+            self._fail("HA-TRUNCATE-PREFIX", f"{obs['n']} truncated to {obs['point']}, past its own log end "
+                       f"{obs['before']}: it will report bytes it does not hold", obs=obs)
+            return
         if obs["point"] < obs["before"]:
             self.coverage.hit("slave-truncated")
             entries = obs.get("master") or []
@@ -386,10 +397,14 @@ class Checker:
     # --------------------------------------------------------------------------------- HA rules
 
     def _on_transfer(self, obs: dict[str, Any]) -> None:
+        offset, size = obs["offset"], obs["size"]
+        if size < 0:  # transferToSlave: size = epoch end - nextTransferFromWhere, with the end below the position
+            self._fail("HA-EPOCH-BOUNDARY", f"batch [{offset}, {offset + size}) has a negative size ({size}): it lies "
+                       f"in no epoch of the master (header epoch {obs['epoch']}, start {obs['start']})", obs=obs)
+            return
         if obs["epoch"] is None:
             return
         entries = obs["entries"]
-        offset, size = obs["offset"], obs["size"]
         starts = [s for _, s in entries]
         idx = bisect.bisect_right(starts, offset) - 1
         if idx < 0:
@@ -608,6 +623,7 @@ class Checker:
         self.coverage.hit("sss-expand")
         if node is None or node.store.role != BrokerRole.SYNC_MASTER or node.store.fenced:
             return  # every broker accepts HA connections; only a master's proposal can reach the controller
+        self._expanding.add(obs["n"])
         log = node.store.commitlog
         need = 0
         for key in self.acked:
@@ -695,7 +711,7 @@ class Checker:
             node = world.broker(name)
             disk = world.disks[name]
             if node is not None:
-                keys, gen = node.store.commitlog.keys, (id(node), disk.generation)
+                keys, gen = node.store.commitlog.keys, (world.inc[name], disk.generation)
             else:
                 keys, gen = self._disk_keys(name), (None, disk.generation, len(disk.commitlog))
             start = 0

@@ -59,6 +59,17 @@ FINDINGS: dict[str, Finding] = {
                 "A master restarted and re-confirmed at the same epoch moves that epoch's start",
                 ("HA-LOG-MATCHING",), B.FIX_KEEP_OWN_EPOCH_ON_RESTART,
                 "AutoSwitchHAService.changeToMaster (truncateSuffixByEpoch then appendEntry at maxPhyOffset)", "new"),
+        Finding("F-EPOCH-EQ-SPLICE",
+                "A new master whose last epoch holds no bytes writes under that epoch, as the deposed master does",
+                ("HA-LOG-MATCHING",), B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH,
+                "EpochFileCache.appendEntry (QUIRK-EPOCH-EQ) in AutoSwitchHAService.changeToMaster; "
+                "AutoSwitchHAClient (TRANSFER: heartbeats record the epoch too)",
+                "digest §f QUIRK-EPOCH-EQ; related upstream PR #9942 (after 5.3.3)"),
+        Finding("F-TRANSFER-NEGATIVE-BATCH",
+                "With upstream fix #9690, a connection served past a truncation sends a batch of negative size",
+                ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_CHECKS_LOG_END,
+                "AutoSwitchHAConnection.transferToSlave (#9690's re-read end below nextTransferFromWhere)",
+                "a hole in apache/rocketmq PR #9690 (after 5.3.3); new"),
     ]
 }
 

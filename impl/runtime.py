@@ -260,6 +260,14 @@ class Actor:
         self._next_token = 0
         self._timers: dict[int, Callable[[], None]] = {}
         self._rpc: dict[int, tuple[Strand, int]] = {}  # opaque -> (waiting strand, timeout timer)
+        self.halted = False  # the process is dead: none of its strands runs again (see ``halt``)
+
+    def halt(self) -> None:
+        """kill -9: the process's threads are gone. State it shared with its successor (the controller's log and
+        its entries' futures) must not wake them: a strand of a dead incarnation never resumes."""
+        self.halted = True
+        self._timers.clear()
+        self._rpc.clear()
 
     # ---- timers
     def after(self, delay: int, fn: Callable[..., None], *args: Any) -> int:
@@ -311,6 +319,8 @@ class Actor:
         return strand
 
     def _resume(self, strand: Strand, value: Any) -> None:
+        if self.halted:
+            return
         while True:
             gen = strand.gen
             if gen is None:

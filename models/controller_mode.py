@@ -79,6 +79,7 @@ class ModelConfig:
     FixConfirmShortcutUsesUnion: bool = False  # F-CONFIRM-LOCAL-SHORTCUT
     FixKeepOwnEpochOnRestart: bool = False  # F-EPOCH-REBASE-ON-RESTART (its liveness side, found by this model)
     FixNoCommonEpochRestarts: bool = False  # M-NO-COMMON-EPOCH (liveness; found by this model)
+    FixEpochEqReplacesEmpty: bool = False  # F-EPOCH-EQ-SPLICE: appendEntry replaces an empty last epoch
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     @staticmethod
@@ -164,8 +165,13 @@ def last_epoch(ep: tuple[tuple[int, int], ...]) -> int:
     return ep[-1][0] if ep else -1
 
 
-def append_entry(ep: tuple[tuple[int, int], ...], e: int, start: int) -> tuple[tuple[int, int], ...]:
-    """``EpochFileCache.appendEntry``: rejected (unchanged) unless both epoch and start grow (QUIRK-EPOCH-EQ)."""
+def append_entry(ep: tuple[tuple[int, int], ...], e: int, start: int,
+                 replace_empty: bool = False) -> tuple[tuple[int, int], ...]:
+    """``EpochFileCache.appendEntry``: rejected (unchanged) unless both epoch and start grow (QUIRK-EPOCH-EQ).
+    ``replace_empty`` (``FixEpochEqReplacesEmpty``, F-EPOCH-EQ-SPLICE): a greater epoch starting where the last entry
+    starts replaces that entry, whose epoch holds no bytes."""
+    if ep and replace_empty and ep[-1][1] == start and ep[-1][0] < e:
+        return (*ep[:-1], (e, start))
     if ep and (ep[-1][0] >= e or ep[-1][1] >= start):
         return ep
     return (*ep, (e, start))
@@ -402,7 +408,7 @@ def _change_to_master(s: State, cfg: ModelConfig, b: int) -> State:
         # the entry of that epoch is dropped and (mE, max offset) appended: offsets below it lose their entry
         if last_epoch(ep) >= me:
             ep = truncate_suffix_by_epoch(ep, me)
-        ep = append_entry(ep, me, len(s.log[b]))
+        ep = append_entry(ep, me, len(s.log[b]), cfg.FixEpochEqReplacesEmpty)
     return s._replace(epochs=_set(s.epochs, b, ep), role=_set(s.role, b, b))
 
 
@@ -526,7 +532,7 @@ def transfer(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]
         return
     ep = s.epochs[b]
     if not ep or ep[-1][0] != hdr[0]:
-        ep = append_entry(ep, hdr[0], hdr[1])
+        ep = append_entry(ep, hdr[0], hdr[1], cfg.FixEpochEqReplacesEmpty)
     log = (*s.log[b], s.log[m][off])
     c = min(get_confirm(s, m, cfg), len(log))
     yield ("Transfer", b), s._replace(log=_set(s.log, b, log), epochs=_set(s.epochs, b, ep),

@@ -32,7 +32,9 @@ Rules:
   (``truncateInvalidMsg`` and the epoch entries past the log end it drops: offsets in the model count whole
   messages), ``UpdateBrokerAddress``, ``HandshakeWithNonMaster`` (a slave's HA client connects to the HA address it
   holds, which may be a former master's or one that has no role yet, and every broker's HA server answers; the
-  model's ``Handshake`` requires the slave's master, and a master: the truncation point is still checked).
+  model's ``Handshake`` requires the slave's master, and a master: the truncation point is still checked),
+  ``RoleChangeWithoutId`` (QUIRK-ROLE-NO-ID: a role notification reaches a restarted broker before it has loaded its
+  id; ``changeToSlave`` sets masterEpoch, then throws).
 
 A step whose checked variables change in a way no listed action explains, or whose action's guard fails, is a
 *divergence*: the report gives the step, its event, the model actions enabled before it, and the guard that failed.
@@ -61,6 +63,7 @@ FIX_CONSTANTS = {
     B.FIX_CONFIRM_WAITS_FIRST_ACK: "FixConfirmWaitsFirstAck",
     B.FIX_CONFIRM_SHORTCUT_USES_UNION: "FixConfirmShortcutUsesUnion",
     B.FIX_KEEP_OWN_EPOCH_ON_RESTART: "FixKeepOwnEpochOnRestart",
+    B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH: "FixEpochEqReplacesEmpty",
 }
 BIG = 1 << 30
 CTL_VARS = ("ctlMaster", "ctlME", "ctlSSS", "ctlSE", "registered")
@@ -395,7 +398,11 @@ class Validator:
                 self._ext("DropTornTail")
                 s = s._replace(log=M._set(s.log, b, range(o["at"])),
                                epochs=M._set(s.epochs, b, M.truncate_suffix_by_offset(s.epochs[b], o["at"])))
-        if role is not None or sss is not None:
+        if role is not None and role.get("aborted"):
+            # QUIRK-ROLE-NO-ID (ReplicasManager.changeToSlave): the epoch moves, the role change stops half way
+            self._ext("RoleChangeWithoutId")
+            s = s._replace(bME=M._set(s.bME, b, role["masterEpoch"]), role=M._set(s.role, b, NONE))
+        elif role is not None or sss is not None:
             s = self._sync(s, b, role, sss)
         if "ha.truncate" in kinds or "ha.handshake-done" in kinds:
             s = self._handshake(s, b, mine)
@@ -520,8 +527,9 @@ class Validator:
         if got == base:
             self._ext("DropTornTail")
             return True
+        replace = self.cfg.FixEpochEqReplacesEmpty  # F-EPOCH-EQ-SPLICE's fix: the new entry may replace the last
         return bool(got) and tuple(got[-1]) in self.headers and any(
-            got[:-1] == prior and M.append_entry(prior, *got[-1]) == got for prior in (base, want))
+            M.append_entry(prior, *got[-1], replace) == got for prior in (base, want))
 
 
 _STOP = Violation("CONFORMANCE", -1, -1, "diverged from the model", {})  # ends the run at a divergence

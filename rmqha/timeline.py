@@ -79,6 +79,8 @@ def _fmt_obs(o: dict[str, Any]) -> str | None:
         return f"{n}   handshake: truncates {o['before']} -> {o['point']} (master epochs {o['master']})"
     if k == "ha.epoch-append":
         ok = "" if o.get("ok") else " (REJECTED)"
+        if o.get("replaced") is not None:  # fix-epoch-eq-replaces-empty-epoch (F-EPOCH-EQ-SPLICE)
+            ok = f" (replaces the empty epoch {o['replaced']})"
         return f"{n}   epoch entry ({o['epoch']}, {o['start']}) via {o['path']}{ok}"
     if k == "store.truncate-invalid":
         return f"{n}   cuts its log {o['before']} -> {o['at']} (truncateInvalidMsg)"

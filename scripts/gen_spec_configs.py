@@ -19,6 +19,9 @@ BASE = {
     "GuardConsistentPointMin": True, "AckSetUnion": True, "FixUnionKeepsAllProposals": True,
     "FixConfirmWaitsFirstAck": True, "FixFenceRequestsAcrossRestart": True, "FixConfirmShortcutUsesUnion": True,
     "FixKeepOwnEpochOnRestart": True, "FixNoCommonEpochRestarts": False,
+    # F-EPOCH-EQ-SPLICE's fix stays off in every config: it changes which epoch files are reachable (so the measured
+    # counts), and its cost, a deposed master that shares no epoch with the new one, is M-NO-COMMON-EPOCH's
+    "FixEpochEqReplacesEmpty": False,
 }
 INVARIANTS = ["CTL_MASTER_IN_SSS", "CTL_SSS_REGISTERED", "CTL_ONE_MASTER_PER_EPOCH", "EPOCH_FILE_WF",
               "HA_TRUNCATE_PREFIX", "HA_LOG_MATCHING", "SYNC_CONFIRM_BOUND", "SYNC_SSS_HOLDS_ACKED", "SYNC_NO_ACK_LOSS"]

@@ -55,6 +55,7 @@ CONSTANTS
     FixConfirmShortcutUsesUnion,    \* F-CONFIRM-LOCAL-SHORTCUT
     FixKeepOwnEpochOnRestart,       \* F-EPOCH-REBASE-ON-RESTART (its liveness side)
     FixNoCommonEpochRestarts,       \* M-NO-COMMON-EPOCH (liveness)
+    FixEpochEqReplacesEmpty,        \* F-EPOCH-EQ-SPLICE: appendEntry replaces an empty last epoch
     NONE                \* a model value: no broker, no proposal
 
 ASSUME NONE \notin Brokers
@@ -117,9 +118,12 @@ Prefix(s, p) == SubSeq(s, 1, Min2(p, Len(s)))
 \* EpochFileCache.lastEpoch: -1 when empty
 LastEpoch(ep) == IF ep = <<>> THEN -1 ELSE Last(ep)[1]
 
-\* EpochFileCache.appendEntry: rejected (unchanged) unless both epoch and start grow (QUIRK-EPOCH-EQ)
+\* EpochFileCache.appendEntry: rejected (unchanged) unless both epoch and start grow (QUIRK-EPOCH-EQ); with
+\* FixEpochEqReplacesEmpty (F-EPOCH-EQ-SPLICE) a greater epoch starting where the last entry starts replaces it
 AppendEntry(ep, e, start) ==
-    IF ep # <<>> /\ (Last(ep)[1] >= e \/ Last(ep)[2] >= start) THEN ep ELSE Append(ep, <<e, start>>)
+    IF FixEpochEqReplacesEmpty /\ ep # <<>> /\ Last(ep)[2] = start /\ Last(ep)[1] < e
+    THEN Append(SubSeq(ep, 1, Len(ep) - 1), <<e, start>>)
+    ELSE IF ep # <<>> /\ (Last(ep)[1] >= e \/ Last(ep)[2] >= start) THEN ep ELSE Append(ep, <<e, start>>)
 
 \* EpochFileCache.truncateSuffixByEpoch: drop entries with epoch >= e
 TruncateSuffixByEpoch(ep, e) == SelectSeq(ep, LAMBDA x : x[1] < e)

@@ -48,3 +48,19 @@ def test_ha_contiguous_checker_catches_a_gap():
     assert sim.violation is None
     checker.after_step([{"k": "ha.slave-append", "n": "b1", "offset": 140, "size": 10, "max": 120}])
     assert sim.violation is not None and sim.violation.invariant == "HA-CONTIGUOUS"
+
+
+def test_ha_truncate_prefix_checker_catches_a_point_past_the_log_end():
+    """consistent-point-uses-max's other shape: max() of the two ends of the shared epoch is past the slave's own
+    log, which truncates nothing and then reports that point as acked. The bytes it holds still match, so the
+    prefix comparison alone is blind to it; the truncation observation is checked against the log end."""
+    from rmqha.impl.config import default_config
+    from rmqha.impl.sim.world import Simulation
+
+    sim = Simulation(default_config("safe"), 1, schedule=[], max_time=1)
+    checker = Checker(sim)
+    base = {"k": "ha.truncate", "n": "b1", "masterMax": 900, "master": [[1, 0], [2, 500]]}
+    checker.after_step([dict(base, point=500, before=700)])
+    assert sim.violation is None
+    checker.after_step([dict(base, point=800, before=700)])
+    assert sim.violation is not None and sim.violation.invariant == "HA-TRUNCATE-PREFIX"

@@ -380,6 +380,36 @@ def test_epoch_file_wf_unversioned_map_write_is_caught():
     caught(sim, "EPOCH-FILE-WF")
 
 
+@demonstrates("HA-EPOCH-BOUNDARY")
+def test_ha_epoch_boundary_is_caught():
+    """State corruption, the shape of F-TRANSFER-NEGATIVE-BATCH (the other shapes are shown by the
+    transfer-crosses-epoch scenario and F-TRANSFER-EPOCH-STALE). A caught-up connection of the master is told, as
+    upstream #9690's re-read of the epoch end would tell it, that its epoch ends at an offset below its position,
+    where a new epoch entry starts: the next batch gets size end - position < 0 and goes out. The control is the
+    same with the boundary exactly at the position: a batch of size 0 switches to the new epoch and the data
+    follows under it."""
+    sim = healthy()
+    node = sim.broker(sim.believed_master())
+    cache = node.store.epoch_cache
+    conn = next(c for c in node.ha.connections.values() if c.next_transfer_from_where == node.store.max_phy_offset)
+
+    def new_epoch_at(start: int) -> None:  # every connection learns the end of its (then last) epoch
+        assert cache.append_entry(EpochEntry(cache.last_epoch() + 1, start))
+        for c in node.ha.connections.values():
+            c.current_transfer_epoch_end_offset = start
+
+    at = conn.next_transfer_from_where  # negative control
+    new_epoch_at(at)
+    run_until(sim, sim.now + 2000)
+    clean(sim)
+    assert conn.current_transfer_epoch == cache.last_epoch() and conn.next_transfer_from_where > at + 1
+
+    new_epoch_at((at + conn.next_transfer_from_where) // 2)
+    run_until(sim, sim.now + 2000)
+    caught(sim, "HA-EPOCH-BOUNDARY")
+    assert "negative size" in sim.violation.message
+
+
 @demonstrates("STORE-WHOLE-MESSAGES")
 def test_store_whole_messages_is_caught():
     """State corruption: a slave's log receives the first half of a message and then a whole message (a batch cut

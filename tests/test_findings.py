@@ -41,3 +41,67 @@ def test_finding_trace_replays_and_fix_removes_it(fid):
     assert FINDINGS[fid].fix not in header["bugs"]
     fixed = run_header(dict(header, bugs=sorted([*header["bugs"], FINDINGS[fid].fix])), keep=False)
     assert fixed.violation is None, fixed.violation
+
+
+# ------------------------------------------------------------------------------------- F-EPOCH-EQ-SPLICE
+
+_QUIET = {"workload": {"produce_interval": 0, "consume_interval": 1000}}  # the logs stay empty until a rule sends
+_CUT_B3 = {"do": "partition", "id": "p1", "links": [["ctl", "b3"], ["b3", "ctl"]]}  # seed 0: b3 is the first master
+EPOCH_EQ_SHAPES = {
+    # the finding's trace: one send reaches the deposed master on the producer's cached route, one (after the
+    # route refresh the first one's timeout triggers) the new master
+    "cut-master": [{"t": 31000, **_CUT_B3}, {"t": 45000, "do": "produce", "count": 1, "size": None},
+                   {"t": 61000, "do": "produce", "count": 1, "size": None}],
+    # mqadmin electMaster while the master is cut from the controller; two sends race the route update
+    "cut-admin": [{"t": 6000, **_CUT_B3}, {"t": 6000, "do": "admin-elect", "brokerId": 2},
+                  {"t": 6005, "do": "produce", "count": 2, "size": None}],
+    # the Hypothesis repro (suite ``fresh``): a slow network delays b3's role notification and the producer's route
+    "lossy-admin": [{"t": 6000, "do": "net", "drop": 0.0, "dup": 0.1, "slow": 0.5, "until": 26000},
+                    {"t": 6005, "do": "admin-elect", "brokerId": 2}, {"t": 6005, "do": "admin-elect", "brokerId": None},
+                    {"t": 6005, "do": "produce", "count": 2, "size": None}],
+}
+
+
+def _epoch_eq_run(schedule: list[dict], fix: bool, max_time: int, disabled: tuple[str, ...] = ()):
+    from rmqha.impl import bugs as B
+    from rmqha.impl.config import config_from_dict, default_config
+    from rmqha.impl.sim.runner import run
+
+    bugs = [f for f in B.FIXES_ALL if fix or f != B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH]
+    return run(config_from_dict(_QUIET, default_config("safe")), 0, 100_000, bugs=bugs, schedule=schedule,
+               max_time=max_time, disabled=disabled)
+
+
+@pytest.mark.parametrize("shape", sorted(EPOCH_EQ_SHAPES))
+def test_epoch_eq_splice_shapes_fail_without_the_fix_and_are_clean_with_it(shape):
+    """Each shape writes under an epoch entry that two replicas hold (the new master could not record its own
+    epoch: same start); the fix replaces the empty entry, and the same run stays clean well past that point."""
+    broken = _epoch_eq_run(EPOCH_EQ_SHAPES[shape], False, 90_000)
+    assert broken.violation is not None and broken.violation.invariant == "HA-LOG-MATCHING", broken.violation
+    assert '"ok":false,"path":"changeToMaster"' in broken.text  # the rejected append (QUIRK-EPOCH-EQ)
+    fixed = _epoch_eq_run(EPOCH_EQ_SHAPES[shape], True, 90_000)
+    assert fixed.violation is None, fixed.violation
+    assert '"replaced":1' in fixed.text
+
+
+def test_epoch_eq_splice_goes_on_to_lose_an_acknowledged_message():
+    """The trace's run, healed, then the new master crashes. With each violation's invariant left out in turn, the
+    divergence runs through HA-TRUNCATE-PREFIX (the deposed master keeps its bytes at the handshake),
+    STORE-WHOLE-MESSAGES (new bytes appended after them), SYNC-SSS-HOLDS-ACKED (it rejoins the SSS) to
+    SYNC-NO-ACK-LOSS (it is elected and cuts an acknowledged message). With the fix the run is clean, at a cost:
+    the two brokers that hold the deposed master's bytes share no epoch with the new master and never resync."""
+    schedule = [*EPOCH_EQ_SHAPES["cut-master"], {"t": 70000, "do": "heal", "id": "p1"},
+                {"t": 85000, "do": "crash", "node": "b1", "powerLoss": False},
+                {"t": 120000, "do": "restart", "node": "b1"}]
+    seen: list[str] = []
+    for _ in range(6):
+        r = _epoch_eq_run(schedule, False, 150_000, ("HA-LOG-MATCHING", *seen))
+        if r.violation is None:
+            break
+        seen.append(r.violation.invariant)
+    assert seen == ["HA-TRUNCATE-PREFIX", "STORE-WHOLE-MESSAGES", "SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"]
+    fixed = _epoch_eq_run(schedule, True, 150_000)
+    assert fixed.violation is None, fixed.violation
+    stuck = {o["n"] for line in fixed.text.splitlines()[1:-1] for o in json.loads(line).get("obs", [])
+             if o["k"] == "ha.no-consistent-point"}
+    assert stuck == {"b2", "b3"}

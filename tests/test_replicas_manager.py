@@ -22,6 +22,7 @@ Not ported:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator
 from typing import Any
 
@@ -198,3 +199,28 @@ def test_change_to_slave(started: Started):
     assert client is not None and client.master_address == NEW_MASTER_ADDRESS and client.master_ha_address is None
     assert s.rm.check_sss_task is None
     assert ("ns", "REGISTER_BROKER") in s.ctl.sent_since()
+
+
+def test_role_notification_before_the_id_is_loaded_stops_half_way():
+    """QUIRK-ROLE-NO-ID. b3 (master) crashes; b1 restarts while cut from the controller, so ``startBasicService``
+    has not loaded its id when the controller's NOTIFY_BROKER_ROLE_CHANGED reaches it. ``changeToSlave`` sets
+    masterEpoch and the SLAVE role, then ``brokerConfig.setBrokerId(null)`` throws: the master id and the HA client
+    stay unset, nothing is registered under a null id, and the run goes on (it used to crash the simulator)."""
+    from rmqha.impl.config import default_config
+    from rmqha.impl.sim.runner import run
+
+    from rmqha.conform import validate
+
+    cut = [["ctl", b] for b in ("b1", "b2", "b3")] + [[b, "ctl"] for b in ("b1", "b2", "b3")]
+    schedule = [{"t": 200, "do": "crash", "node": "b3", "powerLoss": False},
+                {"t": 1200, "do": "restart", "node": "b3"}, {"t": 1200, "do": "partition", "id": "p1", "links": cut},
+                {"t": 3200, "do": "crash", "node": "b1", "powerLoss": False},
+                {"t": 3200, "do": "restart", "node": "b1"}, {"t": 3200, "do": "heal", "id": "p1"}]
+    r = run(default_config("safe"), 0, 20_000, schedule=schedule, max_time=30_000)
+    assert r.violation is None and r.text is not None
+    events = [json.loads(line) for line in r.text.splitlines()[1:]]
+    aborted = [o for e in events for o in e.get("obs", []) if o.get("k") == "brk.role" and o.get("aborted")]
+    assert [(o["n"], o["role"]) for o in aborted] == [("b1", "SLAVE")]
+    assert not any(o.get("k") == "ns.register" and o.get("brokerId") is None for e in events for o in e.get("obs", []))
+    report = validate(json.loads(r.text.splitlines()[0]))
+    assert report.conforms and report.extensions.get("RoleChangeWithoutId") == 1

@@ -324,6 +324,15 @@ class ReplicasManager:
             return
         self._stop_check_sync_state_set()
         node.store.role = BrokerRole.SLAVE
+        if self.broker_controller_id is None:
+            # QUIRK-ROLE-NO-ID: a notification that reaches a restarted broker before startBasicService has
+            # loaded its id. ``brokerConfig.setBrokerId(brokerControllerId)`` unboxes a null Long
+            # (BrokerIdentity.setBrokerId(long)): NullPointerException, turned into an error reply by
+            # AdminBrokerProcessor.notifyBrokerRoleChanged. masterEpoch and the SLAVE role stay set; the master
+            # id, its address and the HA client do not change, and later syncs of the same epoch do nothing.
+            node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
+                         master=new_master_id, again=False, aborted="NullPointerException: no broker id yet")
+            return
         node.configured_broker_id = self.broker_controller_id
         self.master_address = new_master_address or ""
         self.master_broker_id = new_master_id

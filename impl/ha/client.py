@@ -11,8 +11,9 @@ Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
   point p is found (-1 fails the handshake), the log is truncated to p (fails unless p starts a message),
   epoch entries from p are dropped, and p becomes ``currentReportedOffset``.
 * TRANSFER: a frame's offset must equal the slave's max offset unless the slave is empty (strict
-  contiguity); a new epoch in the header is appended to the epoch cache (failure ignored); the body is
-  appended; confirmOffset := min(header confirm, own max); then the max offset is reported if it grew.
+  contiguity); a new epoch in the header is appended to the epoch cache (failure ignored; a heartbeat, with
+  no body, counts too: with QUIRK-EPOCH-EQ this is how F-EPOCH-EQ-SPLICE starts); the body is appended;
+  confirmOffset := min(header confirm, own max); then the max offset is reported if it grew.
   Idle writes for 5 s send a keep-alive; 20 s without reads closes the connection (READY, no wait).
 * A frame whose state differs from the client's, a failed truncation or a broken stream closes the
   connection, goes to READY and waits 5 s.
@@ -258,9 +259,14 @@ class AutoSwitchHAClient:
             self.close_master_and_wait(f"master pushed offset not equal the max phy offset in slave, "
                                        f"SLAVE: {slave_max} MASTER: {frame.offset}")
             return False
-        if frame.epoch != self.current_received_epoch:
+        if frame.epoch != self.current_received_epoch:  # HAClientReader.processReadResult: heartbeats count too
             self.current_received_epoch = frame.epoch
-            self.service.epoch_cache.append_entry(EpochEntry(frame.epoch, frame.epoch_start_offset))
+            entry = EpochEntry(frame.epoch, frame.epoch_start_offset)
+            replaced = self.service.empty_last_epoch(entry)
+            appended = self.service.epoch_cache.append_entry(entry, replace_empty=replaced is not None)
+            if appended and replaced is not None:
+                self.host.observe("ha.epoch-append", epoch=entry.epoch, start=entry.start_offset, ok=True,
+                                  path="AutoSwitchHAClient", replaced=replaced)
         if frame.body:
             self.host.observe_slave_append(frame.offset, len(frame.body))
             store.commitlog.append_data(frame.body)

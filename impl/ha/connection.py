@@ -18,6 +18,9 @@ Rules:
   transfer; caught-up time := now if the ack equals the master's max, else the last transfer time.
 * QUIRK (#9689): a header for a batch whose epoch entry is gone is not built, yet the body is still
   written, so the slave reads body bytes as a header and drops the connection.
+* Fix switches: ``fix-transfer-epoch-refresh`` (upstream #9690) re-reads the end of a "last" epoch before each
+  batch; its hole, a batch of negative size when the serving broker truncated its log under the connection
+  (F-TRANSFER-NEGATIVE-BATCH), is closed by ``fix-transfer-checks-log-end``: the connection closes instead.
 
 The invariants it keeps are HA-EPOCH-BOUNDARY and SYNC-EXPAND-SAFE (``impl/catalogue.py``).
 """
@@ -191,22 +194,37 @@ class AutoSwitchHAConnection:
             pass
 
     def _transfer_once(self) -> bool:
-        self._send_heartbeat_if_needed()
+        """``WriteSocketService.transferToSlave``: one batch (or nothing); False when there is nothing to send."""
         store = self.service.store
         cfg = self.service.store_cfg
+        bugs = self.service.bugs
+        if B.FIX_TRANSFER_CHECKS_LOG_END in bugs and self.next_transfer_from_where > store.max_phy_offset:
+            # F-TRANSFER-NEGATIVE-BATCH: the serving broker's log was truncated under this connection (its own
+            # AutoSwitchHAClient.doTruncate); in Java, an exception out of transferToSlave stops WriteSocketService
+            self.close(f"transfer position {self.next_transfer_from_where} is past the log end {store.max_phy_offset}")
+            return False
+        if B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH in bugs:
+            self._follow_replaced_epoch()
+        self._send_heartbeat_if_needed()
         size = store.commitlog.get_data(self.next_transfer_from_where, cfg.mapped_file_size_commit_log)
         if size <= 0:
             self.service.update_connection_last_caught_up_time(self.slave_id, self.host.now)
             self._arm_heartbeat()
             return False
         size = min(size, cfg.ha_transfer_batch_size)
-        if B.FIX_TRANSFER_EPOCH_REFRESH in self.service.bugs and self.current_transfer_epoch_end_offset == -1:
+        if B.FIX_TRANSFER_EPOCH_REFRESH in bugs and self.current_transfer_epoch_end_offset == -1:
             entry = self.service.epoch_cache.get_entry(self.current_transfer_epoch)
             if entry is not None and entry.epoch != self.service.epoch_cache.last_epoch():
                 self.current_transfer_epoch_end_offset = entry.end_offset
         end = self.current_transfer_epoch_end_offset
+        if B.FIX_TRANSFER_CHECKS_LOG_END in bugs and end != -1 and self.next_transfer_from_where > end:
+            # F-TRANSFER-NEGATIVE-BATCH: the epoch now ends before the position (the log under it was truncated
+            # and rewritten); the batch would have size end - position < 0
+            self.close(f"transfer position {self.next_transfer_from_where} is past the end {end} of epoch "
+                       f"{self.current_transfer_epoch}")
+            return False
         crosses = end != -1 and self.next_transfer_from_where + size > end
-        if crosses and B.TRANSFER_CROSSES_EPOCH not in self.service.bugs:
+        if crosses and B.TRANSFER_CROSSES_EPOCH not in bugs:
             nxt = self.service.epoch_cache.next_entry(self.current_transfer_epoch)
             if nxt is None:  # "Can't find a bigger epochEntry than epoch"
                 self.host.observe("ha.no-next-epoch", conn=self.conn, epoch=self.current_transfer_epoch)
@@ -225,6 +243,17 @@ class AutoSwitchHAConnection:
         body = store.commitlog.read(transfer_offset, size)
         self._write(body if header is None else header + body)
         return True
+
+    def _follow_replaced_epoch(self) -> None:
+        """fix-epoch-eq-replaces-empty-epoch (F-EPOCH-EQ-SPLICE): the entry of the current transfer epoch was
+        replaced by a later epoch starting at the same offset (it held no bytes); follow the entry that now covers
+        the position, as the first transfer does (``findEpochEntryByOffset``)."""
+        cache = self.service.epoch_cache
+        if self.current_transfer_epoch < 0 or cache.get_entry(self.current_transfer_epoch) is not None:
+            return
+        entry = cache.find_epoch_entry_by_offset(self.next_transfer_from_where)
+        if entry is not None and entry.epoch > self.current_transfer_epoch:
+            self._change_transfer_epoch_to_next(entry)
 
     def _arm_heartbeat(self) -> None:
         """One pending wake-up for the idle heartbeat (the write loop's 100 ms polls change nothing else)."""

@@ -22,7 +22,8 @@ Rules (digest §e.5-§e.7, §h):
   broken tail, resets confirmOffset, drops epochs from that cut and from the new epoch on, appends
   (epoch, max) and waits for dispatch; ``changeToSlave`` opens a fresh client with no HA address yet;
   ``changeToMasterWhenLastRoleIsMaster`` only appends the epoch (QUIRK #9689: connections keep
-  transferring under the old epoch).
+  transferring under the old epoch). Both appends fail when the last epoch holds no bytes (QUIRK-EPOCH-EQ,
+  finding F-EPOCH-EQ-SPLICE); with its fix the empty last entry is replaced.
 
 Theory: a put acked in ALL mode is on every member of the union; the controller's SSS is kept a subset of
 that union, so any broker the controller may elect holds every acked message (SYNC-NO-ACK-LOSS).
@@ -119,9 +120,9 @@ class AutoSwitchHAService(HAView):
         keep = B.FIX_KEEP_OWN_EPOCH_ON_RESTART in self.bugs and self.epoch_cache.last_epoch() == master_epoch
         if self.epoch_cache.last_epoch() >= master_epoch and not keep:
             self.epoch_cache.truncate_suffix_by_epoch(master_epoch)  # QUIRK: moves this epoch's start to max
-        appended = False if keep else self.epoch_cache.append_entry(new_entry)
-        self.host.observe("ha.epoch-append", epoch=master_epoch, start=new_entry.start_offset, ok=appended,
-                          path="changeToMaster")
+        replaced = self.empty_last_epoch(new_entry)
+        appended = False if keep else self.epoch_cache.append_entry(new_entry, replace_empty=replaced is not None)
+        self._observe_epoch_append(new_entry, appended, "changeToMaster", replaced)
         self.host.finish_dispatch()  # while (dispatchBehindBytes() > 0) sleep(100)
         return True
 
@@ -144,10 +145,27 @@ class AutoSwitchHAService(HAView):
         new_entry = EpochEntry(master_epoch, self.store.max_phy_offset)
         if self.epoch_cache.last_epoch() >= master_epoch:
             self.epoch_cache.truncate_suffix_by_epoch(master_epoch)
-        appended = self.epoch_cache.append_entry(new_entry)
-        self.host.observe("ha.epoch-append", epoch=master_epoch, start=new_entry.start_offset, ok=appended,
-                          path="changeToMasterWhenLastRoleIsMaster")
+        replaced = self.empty_last_epoch(new_entry)
+        appended = self.epoch_cache.append_entry(new_entry, replace_empty=replaced is not None)
+        self._observe_epoch_append(new_entry, appended, "changeToMasterWhenLastRoleIsMaster", replaced)
         return True
+
+    def empty_last_epoch(self, entry: EpochEntry) -> int | None:
+        """With fix-epoch-eq-replaces-empty-epoch (F-EPOCH-EQ-SPLICE): the epoch of the last entry that ``entry``
+        replaces (it starts at the same offset, so it holds no bytes), else None (``EpochFileCache.appendEntry`` as
+        it is). Asked before every append of ``changeToMaster``, ``changeToMasterWhenLastRoleIsMaster`` and
+        ``AutoSwitchHAClient``'s TRANSFER frames."""
+        if B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH not in self.bugs:
+            return None
+        last = self.epoch_cache.last_entry()
+        if last is None or last.start_offset != entry.start_offset or last.epoch >= entry.epoch:
+            return None
+        return last.epoch
+
+    def _observe_epoch_append(self, entry: EpochEntry, appended: bool, path: str, replaced: int | None) -> None:
+        extra = {} if replaced is None or not appended else {"replaced": replaced}
+        self.host.observe("ha.epoch-append", epoch=entry.epoch, start=entry.start_offset, ok=appended, path=path,
+                          **extra)
 
     def change_to_slave_when_master_not_change(self, new_master_addr: str | None, new_master_epoch: int) -> bool:
         return new_master_epoch >= self.epoch_cache.last_epoch()

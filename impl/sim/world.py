@@ -591,6 +591,9 @@ class Simulation(WorldView):
             return
         self.up[name] = False
         self.inc[name] += 1
+        dead = self.nodes[name]
+        if dead is not None:
+            dead.halt()
         self.nodes[name] = None
         self.paused.pop(name, None)
         lost = 0

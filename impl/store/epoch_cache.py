@@ -6,6 +6,8 @@ Rules:
   but the last has ``end == next.start``; the last defaults to +inf (``Long.MAX_VALUE``).
 * ``appendEntry`` rejects an entry whose epoch *or* start is not greater than the last one's
   (QUIRK-EPOCH-EQ: an epoch that wrote no bytes cannot be recorded); callers ignore the ``False``.
+  With the fix switch ``fix-epoch-eq-replaces-empty-epoch`` (finding F-EPOCH-EQ-SPLICE) an entry with the
+  last one's start and a greater epoch replaces the last entry: that epoch holds no bytes, so nothing is lost.
 * ``truncateSuffixByOffset`` removes entries with ``start >= offset``; it then resets the new last entry's
   end on a *copy* (QUIRK: the real last entry keeps the old end until the next append).
 * ``findConsistentPoint`` walks local entries by descending epoch; the first epoch present on both sides
@@ -64,9 +66,18 @@ class EpochFileCache:
         self._map = dict(sorted(self._map.items()))
 
     # ---- mutation
-    def append_entry(self, entry: EpochEntry) -> bool:
+    def append_entry(self, entry: EpochEntry, replace_empty: bool = False) -> bool:
+        """``replace_empty`` is the fix switch fix-epoch-eq-replaces-empty-epoch (F-EPOCH-EQ-SPLICE)."""
         if self._map:
             last = self._last()
+            if replace_empty and last.start_offset == entry.start_offset and last.epoch < entry.epoch:
+                # the last epoch starts where the new one does: it holds no bytes; the new epoch takes its place
+                # (the entry before it already ends at this start)
+                del self._map[last.epoch]
+                self._map[entry.epoch] = entry.copy()
+                self.version += 1
+                self._flush()
+                return True
             if last.epoch >= entry.epoch or last.start_offset >= entry.start_offset:
                 return False
             last.end_offset = entry.start_offset
