@@ -157,10 +157,7 @@ class AutoSwitchHAService(HAView):
         ``AutoSwitchHAClient``'s TRANSFER frames."""
         if B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH not in self.bugs:
             return None
-        last = self.epoch_cache.last_entry()
-        if last is None or last.start_offset != entry.start_offset or last.epoch >= entry.epoch:
-            return None
-        return last.epoch
+        return self.epoch_cache.empty_last_epoch(entry)
 
     def _observe_epoch_append(self, entry: EpochEntry, appended: bool, path: str, replaced: int | None) -> None:
         extra = {} if replaced is None or not appended else {"replaced": replaced}

@@ -65,14 +65,21 @@ class EpochFileCache:
             prev = entry
         self._map = dict(sorted(self._map.items()))
 
+    def empty_last_epoch(self, entry: EpochEntry) -> int | None:
+        """The epoch of the last entry if ``entry`` starts where it does with a greater epoch (that epoch holds no
+        bytes: what ``append_entry(replace_empty=True)`` replaces), else None."""
+        last = self._last() if self._map else None
+        if last is None or last.start_offset != entry.start_offset or last.epoch >= entry.epoch:
+            return None
+        return last.epoch
+
     # ---- mutation
     def append_entry(self, entry: EpochEntry, replace_empty: bool = False) -> bool:
         """``replace_empty`` is the fix switch fix-epoch-eq-replaces-empty-epoch (F-EPOCH-EQ-SPLICE)."""
         if self._map:
             last = self._last()
-            if replace_empty and last.start_offset == entry.start_offset and last.epoch < entry.epoch:
-                # the last epoch starts where the new one does: it holds no bytes; the new epoch takes its place
-                # (the entry before it already ends at this start)
+            if replace_empty and self.empty_last_epoch(entry) is not None:
+                # the entry before the empty one already ends at this start
                 del self._map[last.epoch]
                 self._map[entry.epoch] = entry.copy()
                 self.version += 1
