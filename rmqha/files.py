@@ -15,17 +15,22 @@ class UserError(Exception):
     """A mistake in the user's input: printed as one line, exit status 2."""
 
 
+def read_toml(path: str) -> dict[str, Any]:
+    """A TOML file's table; a missing or malformed file is a ``UserError``."""
+    p = Path(path)
+    if not p.is_file():
+        raise UserError(f"config file not found: {path}")
+    try:
+        return tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UserError(f"{path}: not valid TOML ({exc})") from None
+
+
 def load_config(path: str | None, profile: str | None) -> tuple[Config, str]:
     """The profile (default ``safe``) overlaid with the file's settings; the file may name its profile."""
     data: dict[str, Any] = {}
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise UserError(f"config file not found: {path}")
-        try:
-            data = tomllib.loads(p.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-            raise UserError(f"{path}: not valid TOML ({exc})") from None
+        data = read_toml(path)
         file_profile = data.pop("profile", None)
         if file_profile is not None and not isinstance(file_profile, str):
             raise UserError(f"{path}: 'profile' must be a string")
