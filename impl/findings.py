@@ -49,7 +49,7 @@ FINDINGS: dict[str, Finding] = {
                 "ReplicasManager.doReportSyncStateSetChanged (reads masterEpoch / syncStateSetEpoch when it runs)",
                 "new"),
         Finding("F-GAP-UNION", "A newer SyncStateSet proposal pushes an accepted one out of the ack set",
-                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"), B.FIX_UNION_KEEPS_ALL_PROPOSALS,
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-EXPAND-SAFE"), B.FIX_UNION_KEEPS_ALL_PROPOSALS,
                 "AutoSwitchHAService.markSynchronizingSyncStateSet (remote set overwritten)", "digest §e.6 GAP-UNION"),
         Finding("F-CONFIRM-LOCAL-SHORTCUT",
                 "A master whose confirmed SSS is itself alone exposes unacknowledged messages to consumers",

@@ -28,7 +28,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rmqha import __version__
+from rmqha import __version__, fuzz_cli
 from rmqha.files import UserError, load_config, read_trace_text, write_text
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import catalogue_rows
@@ -115,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     pv.add_argument("--bug", action="append", default=[],
                     help="a controller switch: alter-skip-sss-epoch-check, elect-ignores-liveness, unclean-election")
     pv.add_argument("--json", action="store_true")
+    fuzz_cli.add_parser(sub)
     return p
 
 
@@ -629,7 +630,7 @@ def _cmd_prove(args: argparse.Namespace, out: Console) -> int:
 
 COMMANDS = {"check": _cmd_check, "model-check": _cmd_model_check, "simulate": _cmd_simulate, "replay": _cmd_replay,
             "show": _cmd_show, "invariants": _cmd_invariants, "bugs": _cmd_bugs, "findings": _cmd_findings,
-            "doctor": _cmd_doctor, "prove": _cmd_prove, "conform": _cmd_conform}
+            "doctor": _cmd_doctor, "prove": _cmd_prove, "conform": _cmd_conform, "fuzz": fuzz_cli.cmd_fuzz}
 
 
 def main(argv: list[str] | None = None) -> int:

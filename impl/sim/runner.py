@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,26 @@ def header_for(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: li
             "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
 
 
+def simulation(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
+               schedule: list[Action] | None = None, max_time: int | None = None,
+               disabled: frozenset[str] | list[str] = (), recorder: Any = None,
+               wrap: Callable[[Simulation, Checker], Any] | None = None, note_actions: bool = False) -> Simulation:
+    """The simulation ``run`` runs, not yet started. ``wrap(world, checker)`` may put a read-only probe where the
+    checker stands (the fuzzer's coverage probe); ``note_actions`` keeps the fault actions applied (``sim.taken``)."""
+    switches = check_names(list(bugs))
+    unknown = set(disabled) - set(BY_ID)
+    if unknown:
+        raise ValueError(f"unknown invariant(s): {', '.join(sorted(unknown))}")
+    enabled = set(BY_ID) - set(disabled)
+
+    def factory(w: Simulation) -> Any:
+        checker = Checker(w, enabled=enabled)
+        return wrap(w, checker) if wrap is not None else checker
+
+    return Simulation(cfg, seed, bugs=switches, schedule=schedule, max_steps=steps, max_time=max_time,
+                      recorder=recorder, checker_factory=factory, note_actions=note_actions)
+
+
 def run(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
         schedule: list[Action] | None = None, max_time: int | None = None, profile: str | None = None,
         record: bool = True, keep: bool = True, disabled: frozenset[str] | list[str] = ()) -> RunResult:
@@ -40,22 +61,17 @@ def run(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...]
     ``disabled`` names invariants not to check (e.g. a precursor that would stop the run before the loss a
     scenario wants to show); it is recorded in the trace header.
     """
-    switches = check_names(list(bugs))
-    unknown = set(disabled) - set(BY_ID)
-    if unknown:
-        raise ValueError(f"unknown invariant(s): {', '.join(sorted(unknown))}")
     recorder = TraceRecorder(header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile, disabled), keep) \
         if record else None
-    enabled = set(BY_ID) - set(disabled)
-    sim = Simulation(cfg, seed, bugs=switches, schedule=schedule, max_steps=steps, max_time=max_time,
-                     recorder=recorder, checker_factory=lambda w: Checker(w, enabled=enabled))
+    sim = simulation(cfg, seed, steps, bugs=bugs, schedule=schedule, max_time=max_time, disabled=disabled,
+                     recorder=recorder)
     violation = sim.run()
     return RunResult(seed, sim.step, sim.now, violation, recorder.digest() if recorder else None,
                      recorder.text() if recorder and keep else None, dict(sim.checker.coverage.counts))
 
 
-def run_header(header: dict[str, Any], keep: bool = True) -> RunResult:
-    """Re-run exactly what a trace header describes."""
+def header_args(header: dict[str, Any]) -> dict[str, Any]:
+    """A trace header as the keyword arguments of ``run`` / ``simulation`` (``ValueError`` with one line)."""
     try:
         cfg = config_from_dict(header["config"])
     except ConfigError as exc:
@@ -64,6 +80,11 @@ def run_header(header: dict[str, Any], keep: bool = True) -> RunResult:
     if not isinstance(faults, dict) or faults.get("mode") not in ("generated", "explicit"):
         raise ValueError("trace header: faults.mode must be 'generated' or 'explicit'")
     schedule = None if faults["mode"] == "generated" else list(faults.get("events", []))
-    return run(cfg, int(header["seed"]), int(header["maxSteps"]), bugs=list(header.get("bugs", [])),
-               schedule=schedule, max_time=header.get("maxTime"), profile=header.get("profile"), keep=keep,
-               disabled=list(header.get("disabledInvariants", [])))
+    return {"cfg": cfg, "seed": int(header["seed"]), "steps": int(header["maxSteps"]),
+            "bugs": list(header.get("bugs", [])), "schedule": schedule, "max_time": header.get("maxTime"),
+            "disabled": list(header.get("disabledInvariants", []))}
+
+
+def run_header(header: dict[str, Any], keep: bool = True, record: bool = True) -> RunResult:
+    """Re-run exactly what a trace header describes."""
+    return run(**header_args(header), profile=header.get("profile"), keep=keep, record=record)

@@ -83,7 +83,8 @@ class Simulation(WorldView):
 
     def __init__(self, cfg: Config, seed: int, *, bugs: frozenset[str] = frozenset(),
                  schedule: list[Action] | None = None, max_steps: int = 20_000, max_time: int | None = None,
-                 recorder: Any = None, checker_factory: Callable[[Simulation], Any] | None = None) -> None:
+                 recorder: Any = None, checker_factory: Callable[[Simulation], Any] | None = None,
+                 note_actions: bool = False) -> None:
         self.cfg = cfg
         self.seed = seed
         self.bugs = bugs
@@ -119,6 +120,9 @@ class Simulation(WorldView):
         self._step_obs: list[dict[str, Any]] = []
         self.touched: set[str] = set()  # nodes that handled something this step (for the checker)
         self.acted = False  # a fault action ran this step
+        # with ``note_actions``: every fault action applied, in order, without its bookkeeping (a generated run's
+        # explicit schedule, for the fuzzer's mutants and shrinker)
+        self.taken: list[Action] | None = [] if note_actions else None
         self._step_event: dict[str, Any] | None = None
         self.generator: FaultGenerator | None = None
         self.explicit = schedule is not None
@@ -522,6 +526,8 @@ class Simulation(WorldView):
 
     def _act(self, a: Action) -> None:
         self.acted = True
+        if self.taken is not None:
+            self.taken.append({k: v for k, v in a.items() if k != "release"})
         do = a["do"]
         if self.generator is not None and a.get("release"):
             self.generator.release(a["release"])

@@ -1,0 +1,187 @@
+"""Fuzz campaigns on Spark (local[2], one session for the module): every bug switch and expected-loss configuration
+is found, shrunk and replayed byte for byte; the safe configuration yields only documented findings; campaigns
+resume from their journal and survive a dead Python worker; the Parquet tables and the report are written.
+
+The CI campaigns are small: 5000 steps per run, stop at the first violation of the invariant under test, one
+shrink per bucket with a small budget. Three switches need a fault family the default swarm draws one seed in five
+(``FOCUS``: the ``[fuzz]`` settings a user would give to hunt that kind of bug); ``bench/bench_fuzz.py`` measures
+the time to detect each switch with the default swarm.
+"""
+
+import concurrent.futures as cf
+import gzip
+import json
+import shutil
+
+import pytest
+from rmqha.impl import bugs as B
+from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.findings import FINDINGS
+from rmqha.impl.scenarios import SCENARIOS
+from rmqha.impl.trace import parse
+from rmqha.spark_fuzz.campaign import Campaign, options_from
+from rmqha.spark_fuzz.findings import violation_of
+from rmqha.spark_fuzz.schedule import FAMILIES
+
+from rmqha.cli import main
+from rmqha.javacheck import java_status
+
+if not java_status()[0]:
+    pytest.skip("Spark needs Java 17 (rmqha doctor)", allow_module_level=True)
+
+SAFE = default_config("safe")
+TARGETS = sorted(n for n, b in B.BUGS.items() if b.kind in ("switch", "config"))
+
+
+def _only(family: str, **extra):
+    return {"families": {f: (1.0 if f == family else 0.0) for f in FAMILIES}, **extra}
+
+
+# the swarm focus a user would give to hunt these (their violations come late in a run: longer runs, fewer shrinks)
+FOCUS = {"confirm-counts-new-connection": _only("concurrent-sss", brokers={"5": 1}, steps=10_000, shrink_budget=4),
+         "truncate-invalid-wrong-start": _only("dispatch-lag", brokers={"3": 1}, steps=12_000, shrink_budget=4),
+         "elect-ignores-liveness": _only("admin", steps=8000)}
+MASKED_BY = {"confirm-counts-new-connection": B.FIX_CONFIRM_WAITS_FIRST_ACK}  # that fix closes the switch's filter
+SMALL = {"steps": 5000, "runs_per_task": 1, "shrink_budget": 10, "shrinks_per_bucket": 1}
+
+
+@pytest.fixture(scope="module")
+def spark():
+    from rmqha.spark_fuzz.session import spark_session
+
+    s = spark_session("local[2]")
+    yield s
+    s.stop()
+
+
+def _campaign(spark, out, bugs, fuzz=None, **kw):
+    shutil.rmtree(out, ignore_errors=True)
+    names = sorted(bugs)
+    cfg = SAFE
+    for n in names:
+        for section, key, value in B.BUGS[n].settings:
+            cfg = config_from_dict({section: {key: value}}, cfg)
+    disabled = sorted({i for n in names if B.BUGS[n].kind == "config" for i in SCENARIOS[n].disabled})
+    opts = options_from(str(out), cfg.to_dict(), {**SMALL, **(fuzz or {})}, bugs=names, disabled=disabled, **kw)
+    return Campaign(spark, opts).run()
+
+
+@pytest.fixture(scope="module")
+def bug_campaigns(spark, tmp_path_factory):
+    """One small guided campaign per switch and expected-loss configuration, four at a time on the session."""
+    root = tmp_path_factory.mktemp("bugs")
+
+    def one(name):
+        fixes = [f for f in B.FIXES_ALL if f != MASKED_BY.get(name)]
+        return _campaign(spark, root / name, [name, *fixes], FOCUS.get(name), seeds=40,
+                         stop_on=B.BUGS[name].invariant)
+
+    order = sorted(TARGETS, key=lambda n: n not in FOCUS)  # the long ones first, so that none ends the fixture
+    with cf.ThreadPoolExecutor(4) as pool:
+        return dict(zip(order, pool.map(one, order)))
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_each_bug_is_found_shrunk_and_replayed(name, bug_campaigns, capsys):
+    c = bug_campaigns[name]
+    bug = B.BUGS[name]
+    expect = f"expected:{name}" if bug.kind == "config" else None
+    hits = [b for b in c.buckets.values() if b.invariant == bug.invariant and b.explained_by == expect]
+    assert hits, f"{name}: no {bug.invariant} ({expect or 'unexplained'}) in {c.summary()['buckets']}"
+    found = [f for f in c.findings.values() if f["bucket"] == hits[0].key]
+    assert found, f"{name}: the violation was not shrunk"
+    f = found[0]
+    assert f["replays"] and f["invariant"] == bug.invariant
+    assert f["shrunkActions"] <= f["originalActions"]
+    path = c.opts.out + "/" + f["tracePath"]
+    assert main(["replay", path]) == 0, capsys.readouterr().out  # rmqha replay: byte for byte
+    header, _lines, footer = parse(gzip.decompress(open(path, "rb").read()).decode())
+    assert footer["violation"]["invariant"] == bug.invariant
+    assert header["faults"]["mode"] == ("explicit" if f["shrunk"] else "generated")
+
+
+def test_the_safe_configuration_yields_only_documented_findings(spark, tmp_path):
+    c = _campaign(spark, tmp_path / "safe", [], {"steps": 12_000, "runs_per_task": 2}, seeds=10, guided=False,
+                  shrink=False)
+    assert len(c.runs) == 10 and [r["seed"] for r in c.runs] == list(range(1, 11))
+    for b in c.buckets.values():
+        assert b.explained_by in FINDINGS, f"{b.key}: seeds {b.seeds}"
+
+
+def _trace_of(c):
+    return [(r["id"], r["seed"], r.get("parent"), r["steps"], (r["violation"] or {}).get("invariant"),
+             r["newStates"]) for r in c.runs]
+
+
+def test_a_campaign_resumes_from_its_journal_and_survives_a_dead_worker(spark, tmp_path):
+    fuzz = {"steps": 2000, "runs_per_task": 1, "fresh": 0.0}  # after the first batches: mutants only
+    bugs = ["transfer-crosses-epoch", *B.FIXES_ALL]
+    whole = _campaign(spark, tmp_path / "whole", bugs, fuzz, seeds=16, shrink=False,
+                      crash_once=str(tmp_path / "crashed"))
+    assert (tmp_path / "crashed").exists()  # a Python worker died once; Spark retried its task
+    assert any(r.get("parent") for r in whole.runs), "the guided arm ran no mutant"
+    part = _campaign(spark, tmp_path / "part", bugs, fuzz, seeds=4, shrink=False)
+    journal = tmp_path / "part" / "journal.jsonl"
+    with open(journal, "ab") as fh:  # killed in the middle of a write
+        fh.write(b'{"type":"plan","batch":99,"items":[{"kind"')
+    opts = part.opts
+    opts.seeds = 16
+    resumed = Campaign(spark, opts).run()
+    assert resumed.resumed_batches == 1
+    assert _trace_of(resumed) == _trace_of(whole)
+    mutant = next(r for r in whole.runs if r.get("parent"))
+    again = violation_of(mutant["header"])  # a mutant's header replays to the run the campaign recorded
+    assert (again or {}).get("invariant") == (mutant["violation"] or {}).get("invariant")
+
+
+def test_compare_mode_runs_both_arms(spark, tmp_path):
+    c = _campaign(spark, tmp_path / "cmp", [*B.FIXES_ALL], {"steps": 1500, "runs_per_task": 1}, seeds=4,
+                  compare=True, shrink=False)
+    assert {r["arm"] for r in c.runs} == {"guided", "unguided"}
+    assert all(len(c.arms[a].coverage.states) > 0 for a in ("guided", "unguided"))
+    assert [r["seed"] for r in c.runs if r["arm"] == "unguided"] == [1, 2, 3, 4]
+
+
+def test_rmqha_fuzz_writes_tables_and_report(spark, tmp_path, capsys):
+    out = tmp_path / "cli"
+    cfg = tmp_path / "fuzz.toml"
+    cfg.write_text("[fuzz]\nshrink_budget = 10\nshrinks_per_bucket = 1\nruns_per_task = 1\n")
+    args = ["fuzz", "--seeds", "2", "--steps", "4000", "--master", "local[2]", "--bug", "transfer-crosses-epoch",
+            "--fix", "all", "--config", str(cfg), "--out", str(out), "--json"]
+    code = main(args)
+    summary = json.loads(capsys.readouterr().out)
+    assert code == (1 if summary["unexplained"] else 0) and summary["runs"] == 2
+    runs = spark.read.parquet(str(out / "runs.parquet"))
+    assert runs.count() == 2 and {"run_id", "seed", "invariant", "explained_by", "header", "witnesses"} <= set(
+        runs.columns)
+    findings = spark.read.parquet(str(out / "findings.parquet")).collect()
+    assert len(findings) == len(summary["findings"])
+    cov = spark.read.parquet(str(out / "coverage.parquet"))
+    assert cov.filter("kind = 'state'").count() == summary["coverage"]["guided"]["states"] > 0
+    html = (out / "report.html").read_text()
+    assert html.count("<svg") == len(findings) + 2
+    for f in findings:
+        assert f.finding_id in html and (out / f.trace).exists() and f.replays
+    assert main(args) == code and json.loads(capsys.readouterr().out)["resumedBatches"] >= 1
+
+
+@pytest.mark.slow
+def test_executors_need_no_install_of_the_kit(tmp_path):
+    """A fresh `rmqha fuzz` process whose Python workers run an interpreter without the kit: the zip it ships is all
+    they import (the same as executors on a cluster)."""
+    import os
+    import subprocess
+    import sys
+
+    bare = "/usr/bin/python3"
+    probe = subprocess.run([bare, "-c", "import sys; print(sys.version_info[:2])"], capture_output=True, text=True) \
+        if os.path.exists(bare) else None
+    if probe is None or probe.stdout.strip() != str(sys.version_info[:2]):
+        pytest.skip(f"no {bare} of Python {sys.version_info[0]}.{sys.version_info[1]}")
+    assert subprocess.run([bare, "-c", "import rmqha"], capture_output=True, cwd=tmp_path).returncode != 0
+    env = dict(os.environ, PYSPARK_PYTHON=bare)
+    p = subprocess.run([sys.executable, "-m", "rmqha", "fuzz", "--seeds", "2", "--steps", "2000", "--no-shrink",
+                        "--out", str(tmp_path / "o"), "--json"], capture_output=True, text=True, env=env, timeout=600,
+                       cwd=tmp_path)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    assert json.loads(p.stdout)["runs"] == 2
