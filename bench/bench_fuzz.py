@@ -62,9 +62,13 @@ def scaling(spark: Any, seeds: int, steps: int, tmp: str) -> dict[str, Any]:
     n_steps = sum(r["steps"] for r in single)
     assert sum(r["steps"] for r in camp.runs) == n_steps, "the campaign ran other runs than the single process"
     p = spark.sparkContext.defaultParallelism
+    busy = sum(r["wall"] for r in camp.runs)  # seconds the workers spent inside runs
     return {"seeds": seeds, "steps": n_steps, "single_s": one, "spark_s": par, "parallelism": p,
             "single_seeds_per_s": seeds / one, "spark_seeds_per_s": seeds / par,
-            "single_steps_per_s": n_steps / one, "spark_steps_per_s": n_steps / par, "efficiency": one / par / p}
+            "single_steps_per_s": n_steps / one, "spark_steps_per_s": n_steps / par, "efficiency": one / par / p,
+            # efficiency = (one / busy) x (busy / (p x par)): how much slower a run is with p of them side by side
+            # (cores sharing caches, clocks and the driver's JVM) times how full Spark kept the workers
+            "run_speed": one / busy, "occupancy": busy / (p * par)}
 
 
 def detect(spark: Any, name: str, campaigns: int, budget: float, tmp: str) -> dict[str, Any]:
@@ -115,7 +119,8 @@ def main() -> int:
               f"{s['single_s']:>9.1f}")
         print(f"{'local[' + str(s['parallelism']) + '] campaign':<18}{s['spark_seeds_per_s']:>11.2f}"
               f"{s['spark_steps_per_s']:>12.0f}{s['spark_s']:>9.1f}")
-        print(f"scaling efficiency: {s['efficiency']:.2f}\n")
+        print(f"scaling efficiency: {s['efficiency']:.2f} = run speed side by side {s['run_speed']:.2f} x worker "
+              f"occupancy {s['occupancy']:.2f}\n")
         sys.stdout.flush()
     names = [] if args.no_detect else args.only or sorted(n for n, b in B.BUGS.items()
                                                           if b.kind in ("switch", "config"))
