@@ -15,6 +15,7 @@ if str(ROOT) not in sys.path:
 
 from property_tests import profiles  # noqa: E402
 
+profiles.pin_constant_pool()  # examples independent of what else the process imported (profiles.py)
 profiles.register()  # before the plugin loads a --hypothesis-profile given on the command line
 
 
