@@ -30,21 +30,16 @@ from typing import Any
 
 from rmqha.impl import bugs as B
 from rmqha.impl.config import config_from_dict, default_config
-from rmqha.impl.scenarios import SCENARIOS
+from rmqha.impl.scenarios import precursors_off
 from rmqha.spark_fuzz.campaign import Campaign, options_from
 from rmqha.spark_fuzz.settings import FuzzSettings
 from rmqha.spark_fuzz.task import run_input
 
-MASKED_BY = {B.CONFIRM_COUNTS_NEW_CONNECTION: B.FIX_CONFIRM_WAITS_FIRST_ACK}
-
 
 def _opts(out: str, bugs: list[str], **kw: Any):
-    cfg = default_config("safe")
-    for n in bugs:
-        for section, key, value in B.BUGS[n].settings:
-            cfg = config_from_dict({section: {key: value}}, cfg)
-    disabled = sorted({i for n in bugs if B.BUGS[n].kind == "config" for i in SCENARIOS[n].disabled})
-    return options_from(out, cfg.to_dict(), kw.pop("fuzz", None), bugs=sorted(bugs), disabled=disabled, **kw)
+    cfg = config_from_dict(B.config_overlay(bugs), default_config("safe"))
+    return options_from(out, cfg.to_dict(), kw.pop("fuzz", None), bugs=sorted(bugs), disabled=precursors_off(bugs),
+                        **kw)
 
 
 def scaling(spark: Any, seeds: int, steps: int, tmp: str) -> dict[str, Any]:
@@ -73,7 +68,7 @@ def scaling(spark: Any, seeds: int, steps: int, tmp: str) -> dict[str, Any]:
 
 def detect(spark: Any, name: str, campaigns: int, budget: float, tmp: str) -> dict[str, Any]:
     inv = B.BUGS[name].invariant
-    fixes = [f for f in B.FIXES_ALL if f != MASKED_BY.get(name)]
+    fixes = list(B.fixes_beside(name))
     times: list[float | None] = []
     shrink: dict[str, Any] = {}
     for k in range(campaigns):

@@ -155,3 +155,33 @@ def check_names(names: list[str] | tuple[str, ...]) -> frozenset[str]:
         if n not in BUGS:
             raise ValueError(f"unknown bug or fix {n!r} (known: {', '.join(sorted(BUGS))})")
     return frozenset(n for n in names if BUGS[n].kind in ("switch", "fix"))
+
+
+# A fix that closes the code path a switch lives in: campaigns that hunt the switch run every other fix.
+MASKED_BY: dict[str, tuple[str, ...]] = {CONFIRM_COUNTS_NEW_CONNECTION: (FIX_CONFIRM_WAITS_FIRST_ACK,)}
+
+
+def fixes_beside(name: str) -> tuple[str, ...]:
+    """Every fix switch that leaves ``name`` reachable (``FIXES_ALL`` minus ``MASKED_BY[name]``)."""
+    return tuple(f for f in FIXES_ALL if f not in MASKED_BY.get(name, ()))
+
+
+def names_from(bugs: list[str], fixes: list[str]) -> list[str]:
+    """``--bug``/``--fix`` arguments as switch names (``all``; ``fix-`` optional), validated, sorted, unique."""
+    names = list(bugs)
+    for f in fixes:
+        if f == "all":
+            names.extend(FIXES_ALL)
+        else:
+            names.append(f if f in FIXES or f.startswith("fix-") else "fix-" + f)
+    check_names(names)
+    return sorted(set(names))
+
+
+def config_overlay(names: list[str] | tuple[str, ...]) -> dict[str, dict[str, object]]:
+    """The settings of the expected-loss configurations among ``names``, as a config overlay."""
+    overlay: dict[str, dict[str, object]] = {}
+    for n in names:
+        for section, key, value in BUGS[n].settings:
+            overlay.setdefault(section, {})[key] = value
+    return overlay

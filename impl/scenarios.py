@@ -96,3 +96,9 @@ SCENARIOS: dict[str, Scenario] = {
                        "acknowledged messages from a replica still in the SSS."),
     ]
 }
+
+
+def precursors_off(names: list[str] | tuple[str, ...]) -> list[str]:
+    """Invariants the scenarios of the expected-loss configurations among ``names`` leave unchecked (their
+    precursor), so that a run reaches the loss itself."""
+    return sorted({i for n in names if B.BUGS[n].kind == "config" and n in SCENARIOS for i in SCENARIOS[n].disabled})

@@ -65,10 +65,6 @@ class Suite:
         return "".join(p.capitalize() for p in self.name.replace("_", "-").split("-"))
 
 
-def _fixes(without: tuple[str, ...] = ()) -> tuple[str, ...]:
-    return tuple(f for f in B.FIXES_ALL if f not in without)
-
-
 # The smallest cluster on which the CI search finds each bug (3 is the default; with 2 brokers the search
 # misses confirm-ignores-disconnected, alter-skip-sss-epoch-check and transfer-crosses-epoch in 600 examples).
 _SWITCH_BROKERS = {
@@ -89,13 +85,12 @@ _SWITCH_FOCUS = {
     B.CONFIRM_COUNTS_NEW_CONNECTION: ("produce_burst", "cut", "heal", "break_ha"),
     B.CONSISTENT_POINT_USES_MAX: (*WORKLOAD_RULES, "isolate", "heal"),
 }
-_MASKING_FIX = {B.CONFIRM_COUNTS_NEW_CONNECTION: (B.FIX_CONFIRM_WAITS_FIRST_ACK,)}
 _MASKING_DISABLED = {B.CONFIRM_COUNTS_NEW_CONNECTION: ("SYNC-CONFIRM-BOUND",)}
 _CONFIG_BROKERS = {"unclean-election": 2, "allack-off": 2}
 
 
 def _switch_suite(name: str) -> Suite:
-    return Suite(name, tuple(sorted([*_fixes(_MASKING_FIX.get(name, ())), name])),
+    return Suite(name, tuple(sorted([*B.fixes_beside(name), name])),
                  brokers=_SWITCH_BROKERS.get(name, 3), disabled=_MASKING_DISABLED.get(name, ()),
                  expect=B.BUGS[name].invariant, focus=_SWITCH_FOCUS.get(name, ()))
 
@@ -104,14 +99,14 @@ def _config_suite(name: str) -> Suite:
     settings: dict[str, dict[str, Any]] = {}
     for section, key, value in B.BUGS[name].settings:
         settings.setdefault(section, {})[key] = value
-    return Suite(name, _fixes(), brokers=_CONFIG_BROKERS.get(name, 3), settings=settings,
+    return Suite(name, B.FIXES_ALL, brokers=_CONFIG_BROKERS.get(name, 3), settings=settings,
                  disabled=("SYNC-SSS-HOLDS-ACKED",), expect=B.BUGS[name].invariant)
 
 
-SAFE = Suite("safe", _fixes())
-POWER_LOSS = Suite("power-loss", _fixes(), power_loss=True)
+SAFE = Suite("safe", B.FIXES_ALL)
+POWER_LOSS = Suite("power-loss", B.FIXES_ALL, power_loss=True)
 STOCK = Suite("stock", ())
-FRESH = Suite("fresh", _fixes(), prime=False)
+FRESH = Suite("fresh", B.FIXES_ALL, prime=False)
 BUG_SUITES: dict[str, Suite] = {
     **{name: _switch_suite(name) for name in sorted(B.SWITCHES)},
     **{name: _config_suite(name) for name, b in sorted(B.BUGS.items()) if b.kind == "config"},

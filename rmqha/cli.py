@@ -123,28 +123,15 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _bug_list(bugs: list[str], fixes: list[str]) -> list[str]:
-    names = list(bugs)
-    for f in fixes:
-        if f == "all":
-            names.extend(B.FIXES_ALL)
-        elif f in B.FIXES or f.startswith("fix-"):
-            names.append(f)
-        else:
-            names.append("fix-" + f)
     try:
-        B.check_names(names)
+        return B.names_from(bugs, fixes)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    return sorted(set(names))
 
 
 def _apply_configs(cfg: Any, names: list[str]) -> None:
     """Expected-loss configurations (bugs of kind "config") are settings."""
-    overlay: dict[str, dict[str, Any]] = {}
-    for n in names:
-        bug = B.BUGS[n]
-        for section, key, value in bug.settings:
-            overlay.setdefault(section, {})[key] = value
+    overlay = B.config_overlay(names)
     if overlay:
         fresh = config_from_dict(overlay, cfg)
         for sec in ("controller", "store"):

@@ -28,6 +28,14 @@ def read_toml(path: str) -> dict[str, Any]:
 
 def load_config(path: str | None, profile: str | None) -> tuple[Config, str]:
     """The profile (default ``safe``) overlaid with the file's settings; the file may name its profile."""
+    cfg, profile, _ = load_config_aside(path, profile, ())
+    return cfg, profile
+
+
+def load_config_aside(path: str | None, profile: str | None,
+                      aside: tuple[str, ...]) -> tuple[Config, str, dict[str, Any]]:
+    """``load_config``, with the file's top-level tables named in ``aside`` (e.g. ``[fuzz]``) taken out of the
+    kit settings and returned by name."""
     data: dict[str, Any] = {}
     if path is not None:
         data = read_toml(path)
@@ -35,11 +43,12 @@ def load_config(path: str | None, profile: str | None) -> tuple[Config, str]:
         if file_profile is not None and not isinstance(file_profile, str):
             raise UserError(f"{path}: 'profile' must be a string")
         profile = profile or file_profile
+    tables = {name: data.pop(name) for name in aside if name in data}
     profile = profile or "safe"
     if profile not in PROFILES:
         raise UserError(f"unknown profile {profile!r} (known: {', '.join(sorted(PROFILES))})")
     try:
-        return config_from_dict(data, default_config(profile)), profile
+        return config_from_dict(data, default_config(profile)), profile, tables
     except ConfigError as exc:
         raise UserError(f"{path or 'config'}: {exc}") from None
 

@@ -22,9 +22,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rmqha.files import UserError, load_config, read_toml
+from rmqha.files import UserError, load_config_aside
 from rmqha.impl import bugs as B
-from rmqha.impl.config import ConfigError, config_from_dict
+from rmqha.impl.config import config_from_dict
 
 DEFAULT_OUT = "runs/fuzz"
 DEFAULT_BUDGET = 60.0
@@ -58,48 +58,13 @@ def add_parser(sub: Any) -> None:
     f.add_argument("--json", action="store_true", help="print the summary as JSON")
 
 
-def _switches(bugs: list[str], fixes: list[str]) -> list[str]:
-    """``--bug``/``--fix`` names as ``rmqha simulate`` takes them (``all``, ``fix-`` optional), validated."""
-    names = list(bugs)
-    for f in fixes:
-        names.extend(B.FIXES_ALL if f == "all" else [f if f in B.FIXES or f.startswith("fix-") else "fix-" + f])
-    try:
-        B.check_names(names)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
-    return sorted(set(names))
-
-
 def _config(path: str | None, profile: str | None, names: list[str]) -> tuple[dict[str, Any], str, dict | None]:
     """The run config (profile, file, expected-loss settings) as a dict, its profile, and the [fuzz] table."""
-    data: dict[str, Any] = read_toml(path) if path is not None else {}
-    fuzz = data.pop("fuzz", None)
-    file_profile = data.pop("profile", None)
-    if file_profile is not None and not isinstance(file_profile, str):
-        raise UserError(f"{path}: 'profile' must be a string")
-    cfg, profile = load_config(None, profile or file_profile)
-    overlay: dict[str, dict[str, Any]] = {}
-    for n in names:
-        for section, key, value in B.BUGS[n].settings:
-            overlay.setdefault(section, {})[key] = value
-    try:
-        cfg = config_from_dict(overlay, config_from_dict(data, cfg))
-    except ConfigError as exc:
-        raise UserError(f"{path or 'config'}: {exc}") from None
+    cfg, profile, tables = load_config_aside(path, profile, ("fuzz",))
+    cfg = config_from_dict(B.config_overlay(names), cfg)
     if cfg.cluster.mode != "controller":
         raise UserError("fuzz campaigns need controller mode (the 4.x legacy profiles have no controller)")
-    return cfg.to_dict(), profile, fuzz
-
-
-def _disabled(names: list[str]) -> list[str]:
-    """Invariants an expected-loss configuration's scenario switches off (its precursor), so the loss shows."""
-    from rmqha.impl.scenarios import SCENARIOS
-
-    out: set[str] = set()
-    for n in names:
-        if B.BUGS[n].kind == "config" and n in SCENARIOS:
-            out.update(SCENARIOS[n].disabled)
-    return sorted(out)
+    return cfg.to_dict(), profile, tables.get("fuzz")
 
 
 def _progress_bar(quiet: bool) -> Progress:
@@ -108,6 +73,7 @@ def _progress_bar(quiet: bool) -> Progress:
 
 
 def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
+    from rmqha.impl.scenarios import precursors_off
     from rmqha.javacheck import java_status
     from rmqha.spark_fuzz.campaign import options_from
 
@@ -119,12 +85,15 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
         raise UserError("--steps must be positive")
     if args.seeds is None and args.budget is None:
         args.budget = DEFAULT_BUDGET
-    names = _switches(args.bug, args.fix)
+    try:
+        names = B.names_from(args.bug, args.fix)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
     config, profile, fuzz = _config(args.config, args.profile, names)
     if args.steps is not None:
         fuzz = dict(fuzz or {}, steps=args.steps)
     try:
-        opts = options_from(args.out, config, fuzz, profile=profile, bugs=names, disabled=_disabled(names),
+        opts = options_from(args.out, config, fuzz, profile=profile, bugs=names, disabled=precursors_off(names),
                             guided=args.mode != "unguided", compare=args.mode == "compare",
                             seed_start=args.seed_start, budget=args.budget, seeds=args.seeds,
                             shrink=not args.no_shrink)

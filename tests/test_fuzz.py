@@ -17,7 +17,7 @@ import pytest
 from rmqha.impl import bugs as B
 from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.findings import FINDINGS
-from rmqha.impl.scenarios import SCENARIOS
+from rmqha.impl.scenarios import precursors_off
 from rmqha.impl.trace import parse
 from rmqha.spark_fuzz.campaign import Campaign, options_from
 from rmqha.spark_fuzz.findings import violation_of
@@ -41,7 +41,6 @@ def _only(family: str, **extra):
 FOCUS = {"confirm-counts-new-connection": _only("concurrent-sss", brokers={"5": 1}, steps=10_000, shrink_budget=4),
          "truncate-invalid-wrong-start": _only("dispatch-lag", brokers={"3": 1}, steps=12_000, shrink_budget=4),
          "elect-ignores-liveness": _only("admin", steps=8000)}
-MASKED_BY = {"confirm-counts-new-connection": B.FIX_CONFIRM_WAITS_FIRST_ACK}  # that fix closes the switch's filter
 SMALL = {"steps": 5000, "runs_per_task": 1, "shrink_budget": 10, "shrinks_per_bucket": 1}
 
 
@@ -57,12 +56,9 @@ def spark():
 def _campaign(spark, out, bugs, fuzz=None, **kw):
     shutil.rmtree(out, ignore_errors=True)
     names = sorted(bugs)
-    cfg = SAFE
-    for n in names:
-        for section, key, value in B.BUGS[n].settings:
-            cfg = config_from_dict({section: {key: value}}, cfg)
-    disabled = sorted({i for n in names if B.BUGS[n].kind == "config" for i in SCENARIOS[n].disabled})
-    opts = options_from(str(out), cfg.to_dict(), {**SMALL, **(fuzz or {})}, bugs=names, disabled=disabled, **kw)
+    cfg = config_from_dict(B.config_overlay(names), SAFE)
+    opts = options_from(str(out), cfg.to_dict(), {**SMALL, **(fuzz or {})}, bugs=names, disabled=precursors_off(names),
+                        **kw)
     return Campaign(spark, opts).run()
 
 
@@ -72,7 +68,7 @@ def bug_campaigns(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("bugs")
 
     def one(name):
-        fixes = [f for f in B.FIXES_ALL if f != MASKED_BY.get(name)]
+        fixes = B.fixes_beside(name)
         return _campaign(spark, root / name, [name, *fixes], FOCUS.get(name), seeds=40,
                          stop_on=B.BUGS[name].invariant)
 
