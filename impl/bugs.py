@@ -43,8 +43,11 @@ class Bug:
     where: str
     reference: str
     description: str
-    kind: str = "switch"  # "switch" (a code deviation), "config" (an expected-loss setting), "fix"
+    # "switch" (a code deviation), "config" (an expected-loss setting), "fix", or "fidelity" (a code deviation
+    # in a part of the deployment that is off unless its settings, ``needs``, turn it on)
+    kind: str = "switch"
     settings: tuple[tuple[str, str, object], ...] = ()  # for kind == "config": (section, key, value)
+    needs: tuple[tuple[str, str, object], ...] = ()  # for kind == "fidelity": the settings that turn its part on
 
 
 BUGS: dict[str, Bug] = {
@@ -143,18 +146,20 @@ BUGS: dict[str, Bug] = {
 
 SWITCHES = frozenset(name for name, b in BUGS.items() if b.kind == "switch")
 FIXES = frozenset(name for name, b in BUGS.items() if b.kind == "fix")
+FIDELITY = frozenset(name for name, b in BUGS.items() if b.kind == "fidelity")
+CODE_KINDS = ("switch", "fix", "fidelity")  # the kinds the core checks by name
 
 
 def check_names(names: list[str] | tuple[str, ...]) -> frozenset[str]:
     """Validate bug and fix names; raise ``ValueError`` with one line for an unknown one.
 
-    Returns the code deviations to apply (switches and fixes); "config" entries are settings, applied to
-    the configuration by the caller (``apply_configs``).
+    Returns the code deviations to apply (switches, fixes and fidelity switches); "config" entries are
+    settings, applied to the configuration by the caller (``config_overlay``).
     """
     for n in names:
         if n not in BUGS:
             raise ValueError(f"unknown bug or fix {n!r} (known: {', '.join(sorted(BUGS))})")
-    return frozenset(n for n in names if BUGS[n].kind in ("switch", "fix"))
+    return frozenset(n for n in names if BUGS[n].kind in CODE_KINDS)
 
 
 # A fix that closes the code path a switch lives in: campaigns that hunt the switch run every other fix.
@@ -179,9 +184,10 @@ def names_from(bugs: list[str], fixes: list[str]) -> list[str]:
 
 
 def config_overlay(names: list[str] | tuple[str, ...]) -> dict[str, dict[str, object]]:
-    """The settings of the expected-loss configurations among ``names``, as a config overlay."""
+    """The settings of the expected-loss configurations among ``names``, and those that turn on the part a
+    fidelity switch lives in, as a config overlay."""
     overlay: dict[str, dict[str, object]] = {}
     for n in names:
-        for section, key, value in BUGS[n].settings:
+        for section, key, value in (*BUGS[n].settings, *BUGS[n].needs):
             overlay.setdefault(section, {})[key] = value
     return overlay

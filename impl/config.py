@@ -23,14 +23,16 @@ class ConfigError(ValueError):
     """A bad configuration value; the message is one line, fit for a user."""
 
 
-def _java(name: str, default: Any, doc: str = "") -> Any:
-    return field(default=default, metadata={"java": name, "doc": doc})
+def _java(name: str, default: Any, doc: str = "", *, quiet: bool = False) -> Any:
+    """A RocketMQ setting under its Java name. ``quiet``: left out of ``to_dict`` while at its default."""
+    return field(default=default, metadata={"java": name, "doc": doc, "quiet": quiet})
 
 
-def _sim(default: Any, doc: str = "") -> Any:
+def _sim(default: Any, doc: str = "", *, quiet: bool = False) -> Any:
+    """A simulator knob. ``quiet``: left out of ``to_dict`` while at its default."""
     if default in (list, dict):
-        return field(default_factory=default, metadata={"doc": doc})
-    return field(default=default, metadata={"doc": doc})
+        return field(default_factory=default, metadata={"doc": doc, "quiet": quiet})
+    return field(default=default, metadata={"doc": doc, "quiet": quiet})
 
 
 @dataclass
@@ -161,16 +163,27 @@ class Config:
     sim: SimConfig = field(default_factory=SimConfig)
 
     def to_dict(self) -> dict[str, dict[str, Any]]:
-        """Canonical, file-style form (Java names for RocketMQ settings)."""
+        """Canonical, file-style form (Java names for RocketMQ settings).
+
+        Settings added after traces were first committed are *quiet*: left out while at their default (and a
+        section with nothing left is left out), so that a trace header written before them still replays
+        byte for byte and a run that does not use a part says nothing about it."""
         out: dict[str, dict[str, Any]] = {}
         for sec in fields(self):
             obj = getattr(self, sec.name)
-            out[sec.name] = {_key(f): _copy(getattr(obj, f.name)) for f in fields(obj)}
+            values = {_key(f): _copy(getattr(obj, f.name)) for f in fields(obj)
+                      if not (f.metadata.get("quiet") and getattr(obj, f.name) == _default(f))}
+            if values or not all(f.metadata.get("quiet") for f in fields(obj)):
+                out[sec.name] = values
         return out
 
 
 def _key(f: dataclasses.Field) -> str:
     return f.metadata.get("java", f.name)
+
+
+def _default(f: dataclasses.Field) -> Any:
+    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
 
 
 def _copy(v: Any) -> Any:
@@ -182,6 +195,7 @@ def _copy(v: Any) -> Any:
 
 
 SAFE = "safe"
+FIDELITY = "fidelity"
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # allAck on, unclean off: the configuration RocketMQ's deploy guide says "ensures that the message is
     # not lost" (docs/en/controller/deploy.md). Crashes keep the page cache (kill -9, not power loss).
@@ -190,6 +204,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "defaults": {},
     "unclean": {"store": {"allAckInSyncStateSet": True}, "controller": {"enableElectUncleanMaster": True}},
     "power-loss": {"store": {"allAckInSyncStateSet": True}, "faults": {"lose_unflushed_tail": 0.5}},
+    # safe, with every fidelity part turned on (docs/fidelity.md): the replicated controller, nameserver and
+    # clients, topics and queues, disk and recovery, HA in bytes, start-up, offsets at full width; each part's
+    # settings and fault weights are added where the part is built.
+    FIDELITY: {"store": {"allAckInSyncStateSet": True}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},
     "legacy-async": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "ASYNC_MASTER"}},
 }
@@ -236,7 +254,7 @@ def config_from_dict(data: dict[str, Any], base: Config | None = None) -> Config
 
 
 def _coerce(sec: str, key: str, f: dataclasses.Field, value: Any) -> Any:
-    default = f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+    default = _default(f)
     where = f"[{sec}] {key}"
     if isinstance(default, bool):
         if not isinstance(value, bool):

@@ -35,19 +35,27 @@ class Scenario:
     def invariant(self) -> str:
         return B.BUGS[self.bug].invariant
 
-    def make_config(self) -> Config:
+    def _base(self) -> Config:
+        """The scenario's config on the safe profile, with the part a fidelity switch lives in turned on."""
         cfg = config_from_dict(self.config, default_config("safe"))
+        needs: dict[str, dict[str, Any]] = {}
+        for section, key, value in B.BUGS[self.bug].needs:
+            needs.setdefault(section, {})[key] = value
+        return config_from_dict(needs, cfg) if needs else cfg
+
+    def make_config(self) -> Config:
+        cfg = self._base()
         settings: dict[str, dict[str, Any]] = {}
         for section, key, value in B.BUGS[self.bug].settings:
             settings.setdefault(section, {})[key] = value
         return config_from_dict(settings, cfg) if settings else cfg
 
     def bugs(self, on: bool) -> list[str]:
-        extra = [self.bug] if on and B.BUGS[self.bug].kind == "switch" else []
+        extra = [self.bug] if on and B.BUGS[self.bug].kind in ("switch", "fidelity") else []
         return sorted([*self.fixes, *extra])
 
     def config_for(self, on: bool) -> Config:
-        return self.make_config() if on else config_from_dict(self.config, default_config("safe"))
+        return self.make_config() if on else self._base()
 
 
 STORIES = {
