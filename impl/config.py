@@ -170,12 +170,20 @@ class Config:
         byte for byte and a run that does not use a part says nothing about it."""
         out: dict[str, dict[str, Any]] = {}
         for sec in fields(self):
-            obj = getattr(self, sec.name)
-            values = {_key(f): _copy(getattr(obj, f.name)) for f in fields(obj)
-                      if not (f.metadata.get("quiet") and getattr(obj, f.name) == _default(f))}
-            if values or not all(f.metadata.get("quiet") for f in fields(obj)):
+            values = section_dict(getattr(self, sec.name))
+            if values is not None:
                 out[sec.name] = values
         return out
+
+
+def section_dict(obj: Any) -> dict[str, Any] | None:
+    """One section in file-style form, quiet settings at their default left out; ``None`` when nothing is left
+    and every setting of the section is quiet (the section is then left out)."""
+    values = {_key(f): _copy(getattr(obj, f.name)) for f in fields(obj)
+              if not (f.metadata.get("quiet") and getattr(obj, f.name) == _default(f))}
+    if values or not all(f.metadata.get("quiet") for f in fields(obj)):
+        return values
+    return None
 
 
 def _key(f: dataclasses.Field) -> str:

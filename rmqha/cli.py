@@ -32,7 +32,7 @@ from rmqha import __version__, fuzz_cli
 from rmqha.files import UserError, load_config, read_trace_text, write_text
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import catalogue_rows
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.config import PROFILES, config_from_dict, default_config
 from rmqha.impl.findings import FINDINGS, classify
 from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
 from rmqha.impl.trace import TraceFormatError, parse
@@ -58,7 +58,7 @@ def _parser() -> argparse.ArgumentParser:
     s.add_argument("--steps", type=int, default=DEFAULT_STEPS,
                    help=f"simulator steps per run (default {DEFAULT_STEPS})")
     s.add_argument("--max-time", type=float, help="stop a run at this simulated time (seconds)")
-    s.add_argument("--profile", help="safe (default), defaults, unclean, power-loss, legacy-sync, legacy-async")
+    s.add_argument("--profile", help=f"safe (default), {', '.join(p for p in PROFILES if p != 'safe')}")
     s.add_argument("--config", help="TOML file of settings (sections as in docs/configuration.md)")
     s.add_argument("--bug", action="append", default=[], help="switch on an injectable bug (see `rmqha bugs`)")
     s.add_argument("--fix", action="append", default=[], help="apply a finding's fix switch, or 'all'")
