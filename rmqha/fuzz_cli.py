@@ -24,7 +24,7 @@ from rich.table import Table
 
 from rmqha.files import UserError, load_config_aside
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict
+from rmqha.impl.config import PROFILES, config_from_dict
 
 DEFAULT_OUT = "runs/fuzz"
 DEFAULT_BUDGET = 60.0
@@ -40,7 +40,8 @@ def add_parser(sub: Any) -> None:
     stop.add_argument("--seeds", type=int, help="runs per arm, then stop (a deterministic campaign)")
     f.add_argument("--master", help="Spark master URL (default: embedded local[*])")
     f.add_argument("--config", help="TOML file: kit settings (docs/configuration.md) and a [fuzz] table (docs/fuzz.md)")
-    f.add_argument("--profile", help="safe (default), defaults, unclean, power-loss")
+    profiles = ", ".join(p for p in PROFILES if p != "safe" and "legacy" not in p)
+    f.add_argument("--profile", help=f"safe (default), {profiles}")
     f.add_argument("--bug", action="append", default=[], help="switch on an injectable bug or an expected-loss "
                                                               "configuration (see `rmqha bugs`)")
     f.add_argument("--fix", action="append", default=[], help="apply a finding's fix switch, or 'all'")
