@@ -14,16 +14,28 @@ Each mode is reported as simulated s / wall s, steps / s, and its cost relative 
 ``--profile`` adds another profile, run over the same seeds and modes in the same rounds, reported against the
 safe profile's ``bare``: ``--profile fidelity`` prices the fidelity parts (docs/fidelity.md).
 
-    python bench/bench_sim.py [--seeds 1-5] [--steps 20000] [--repeat 2] [--profile fidelity] [--json FILE]
+``--against REV`` adds a *before*: the same seeds, modes and profiles run on the kit as it was at the git revision
+REV (exported to a temporary folder, imported from there in a child process), in the same rounds, reported
+against this tree's safe ``bare`` (rows ``REV:mode``). A profile REV does not know is left out of its rows.
+
+    python bench/bench_sim.py [--seeds 1-5] [--steps 20000] [--repeat 2] [--profile fidelity] [--against REV]
+                              [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import shutil
+import subprocess
 import sys
+import tarfile
+import tempfile
 import time
+import tomllib
+from pathlib import Path
 from typing import Any
 
 from rmqha.impl import bugs as B
@@ -59,44 +71,114 @@ def _one(mode: str, seed: int, steps: int, profile: str = "safe") -> tuple[float
     return time.perf_counter() - t0, sim_ms, n
 
 
+def _sum(mode: str, seeds: list[int], steps: int, profile: str) -> tuple[float, int, int]:
+    wall = sim_ms = n = 0
+    for s in seeds:
+        w, ms, k = _one(mode, s, steps, profile)
+        wall, sim_ms, n = wall + w, sim_ms + ms, n + k
+    return wall, sim_ms, n
+
+
+def _export(rev: str, into: Path) -> Path:
+    """The kit at ``rev`` laid out as an importable ``rmqha`` package under ``into`` (its pyproject's package-dir)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        blob = subprocess.run(["git", "-C", str(root), "archive", "--format=tar", rev], capture_output=True,
+                              check=True).stdout
+    except subprocess.CalledProcessError as e:
+        raise SystemExit(f"--against {rev}: {e.stderr.decode().strip() or 'git archive failed'}") from None
+    src = into / "src"
+    src.mkdir()
+    tar_path = into / "rev.tar"
+    tar_path.write_bytes(blob)
+    with tarfile.open(tar_path) as tar:
+        tar.extractall(src, filter="data")
+    dirs = tomllib.loads((src / "pyproject.toml").read_text())["tool"]["setuptools"]["package-dir"]
+    lib = into / "lib"
+    for pkg, folder in sorted(dirs.items(), key=lambda kv: kv[0].count(".")):
+        dest = lib.joinpath(*pkg.split("."))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(src / folder), dest)
+    return lib
+
+
+def _against(lib: Path, mode: str, seeds: list[int], steps: int, profile: str) -> tuple[float, int, int] | None:
+    """One row run on the exported revision, in a child process that imports only it."""
+    env = {**os.environ, "PYTHONPATH": str(lib)}
+    arg = f"{mode},{profile},{steps},{','.join(map(str, seeds))}"
+    p = subprocess.run([sys.executable, "-S", __file__, "--worker", arg], capture_output=True, text=True, env=env)
+    if p.returncode != 0:
+        if "unknown profile" in p.stderr:
+            return None
+        raise SystemExit(f"--against: the worker failed: {p.stderr.strip().splitlines()[-1:]}")
+    wall, sim_ms, n = json.loads(p.stdout)
+    return wall, sim_ms, n
+
+
+def _worker(arg: str) -> int:
+    mode, profile, steps, *seeds = arg.split(",")
+    import rmqha.impl  # the revision under test (PYTHONPATH)
+
+    assert str(Path(rmqha.impl.__file__).resolve()).startswith(os.environ["PYTHONPATH"]), rmqha.impl.__file__
+    try:
+        print(json.dumps(_sum(mode, [int(s) for s in seeds], int(steps), profile)))
+    except Exception as e:  # reported to the parent in one line
+        print(f"{type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main() -> int:
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        return _worker(sys.argv[2])
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="1-5")
     ap.add_argument("--steps", type=int, default=20_000)
     ap.add_argument("--repeat", type=int, default=2, help="rounds over all modes; the best round counts")
     ap.add_argument("--profile", action="append", default=[], help="another profile beside safe (repeatable)")
+    ap.add_argument("--against", metavar="REV", help="also run the kit as it was at this git revision (before/after)")
     ap.add_argument("--json")
     args = ap.parse_args()
     a, _, b = args.seeds.partition("-")
     seeds = list(range(int(a), int(b or a) + 1))
     modes = ("bare", "checked", "traced", "recorded")
     profiles = ["safe", *(p for p in args.profile if p != "safe")]
-    rows = [(p, m) for p in profiles for m in modes]
+    rows = [(None, p, m) for p in profiles for m in modes]
+    tmp = tempfile.TemporaryDirectory(prefix="bench-against-") if args.against else None
+    lib = _export(args.against, Path(tmp.name)) if tmp is not None else None
+    if lib is not None:
+        rows += [(args.against, p, m) for p in profiles for m in modes]
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.repeat):
-        for profile, mode in rows:  # interleaved, so that drift in machine load hits every mode alike
-            wall = sim_ms = n = 0
-            for s in seeds:
-                w, ms, k = _one(mode, s, args.steps, profile)
-                wall, sim_ms, n = wall + w, sim_ms + ms, n + k
+        for rev, profile, mode in rows:  # interleaved, so that drift in machine load hits every mode alike
+            got = _sum(mode, seeds, args.steps, profile) if rev is None else \
+                _against(lib, mode, seeds, args.steps, profile)  # type: ignore[arg-type]
+            if got is None:
+                continue
+            wall, sim_ms, n = got
             row = {"wall_s": wall, "sim_s": sim_ms / 1000, "steps": n, "x_real_time": sim_ms / 1000 / wall,
                    "steps_per_s": n / wall}
             label = mode if profile == "safe" else f"{profile}/{mode}"
+            label = label if rev is None else f"{rev}:{label}"
             if label not in best or row["wall_s"] < best[label]["wall_s"]:
                 best[label] = row
+    if tmp is not None:
+        tmp.cleanup()
     base = best["bare"]
     print(f"{len(seeds)} seeds x {args.steps} steps, random faults, python {platform.python_version()}; "
           f"safe profile unless named")
-    print(f"{'mode':<20}{'sim s / wall s':>16}{'steps / s':>12}{'wall vs bare':>14}{'wall/sim s vs bare':>20}")
+    width = max(20, *(len(k) + 2 for k in best))
+    print(f"{'mode':<{width}}{'sim s / wall s':>16}{'steps / s':>12}{'wall vs bare':>14}{'wall/sim s vs bare':>20}")
     for label, r in best.items():
         r["vs_bare"] = r["wall_s"] / base["wall_s"]
         # per simulated second: profiles simulate different spans in the same steps
         r["per_sim_s_vs_bare"] = base["x_real_time"] / r["x_real_time"]
-        print(f"{label:<20}{r['x_real_time']:>15.0f}x{r['steps_per_s']:>12.0f}{r['vs_bare']:>13.2f}x"
+        print(f"{label:<{width}}{r['x_real_time']:>15.0f}x{r['steps_per_s']:>12.0f}{r['vs_bare']:>13.2f}x"
               f"{r['per_sim_s_vs_bare']:>19.2f}x")
     if args.json:
         with open(args.json, "w") as fh:
-            json.dump({"seeds": seeds, "steps": args.steps, "python": platform.python_version(), "modes": best},
+            json.dump({"seeds": seeds, "steps": args.steps, "python": platform.python_version(), "modes": best,
+                       "against": args.against},
                       fh, indent=1, sort_keys=True)
     return 0
 
