@@ -21,6 +21,9 @@ ELECT_IGNORES_LIVENESS = "elect-ignores-liveness"
 TRANSFER_CROSSES_EPOCH = "transfer-crosses-epoch"
 CONSISTENT_POINT_USES_MAX = "consistent-point-uses-max"
 
+# fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
+CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
+
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
 FIX_CONFIRM_WAITS_FIRST_ACK = "fix-confirm-waits-first-ack"
@@ -93,6 +96,13 @@ BUGS: dict[str, Bug] = {
             "synthetic",
             "The consistent point of the latest shared epoch is the larger of the two ends instead of the smaller, "
             "so a slave keeps a divergent tail the master does not have."),
+        Bug(CLIENT_ACKS_ANNOUNCED_BODY, "HA-ACK-BOUND",
+            "AutoSwitchHAClient.HAClientReader.processReadResult / reportSlaveMaxOffset",
+            "synthetic (a reader that trusts a frame's header before its body is in: reachable only when frames "
+            "arrive in pieces)",
+            "When a TRANSFER frame's header has arrived but its body has not, the slave reports the end the header "
+            "announces (offset + bodySize) as its max offset, acking bytes it does not hold.",
+            kind="fidelity", needs=(("network", "ha_fragment", 1.0),)),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "

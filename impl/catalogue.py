@@ -93,6 +93,13 @@ CATALOGUE: list[Invariant] = [
               "5.3.3)", on=("ha.transfer",)),
     Invariant("HA-CONTIGUOUS", "A slave appends transferred bytes only at its own max offset (or anywhere when empty).",
               "AutoSwitchHAClient.HAClientReader (TRANSFER offset check)", "ha", on=("ha.slave-append",)),
+    Invariant("HA-ACK-BOUND",
+              "A slave never acks bytes it does not hold: the max offset its HA client last reported is at most its "
+              "own log end.",
+              "AutoSwitchHAClient.reportSlaveMaxOffset (reports messageStore.getMaxPhyOffset after "
+              "HAClientReader.processReadResult appended a whole frame's body)", "ha",
+              "a slave's log shrinks only in a handshake, which also resets the reported offset; a power loss "
+              "restarts the process (and its client)", reads=("brokers",)),
     Invariant("HA-LOG-MATCHING",
               "If two replicas hold the same epoch entry (epoch, start), their logs are byte-identical from start to "
               "the smaller of the two ends of that epoch.",
@@ -481,6 +488,12 @@ class Checker:
                         self._fail("EPOCH-FILE-WF", f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts",
                                    broker=b)
                         return
+                client = getattr(getattr(node, "ha", None), "client", None)
+                reported = getattr(client, "current_reported_offset", -1)
+                if client is not None and client.conn is not None and reported > node.store.max_phy_offset:
+                    self._fail("HA-ACK-BOUND", f"{b} reported offset {reported} to its master but its log ends at "
+                               f"{node.store.max_phy_offset}", broker=b)
+                    return
                 log = node.store.commitlog
                 if log.torn:
                     self._fail("STORE-WHOLE-MESSAGES", f"{b} holds bytes at {log.torn[0]} that are not a message, "

@@ -114,6 +114,8 @@ class NetworkConfig:
     slow: float = _sim(0.0, "probability that an RPC message takes slow_delay extra (reorders)")
     slow_delay: int = _sim(400, "extra delay of a slow RPC message")
     connect_delay: int = _sim(2, "time to open an HA connection")
+    ha_fragment: float = _sim(0.0, "probability that an HA stream write reaches the peer in 2-4 pieces cut anywhere "
+                              "(TCP segments), even inside a frame header", quiet=True)
 
 
 @dataclass
@@ -215,7 +217,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # safe, with every fidelity part turned on (docs/fidelity.md): the replicated controller, nameserver and
     # clients, topics and queues, disk and recovery, HA in bytes, start-up, offsets at full width; each part's
     # settings and fault weights are added where the part is built.
-    FIDELITY: {"store": {"allAckInSyncStateSet": True}},
+    FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},
     "legacy-async": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "ASYNC_MASTER"}},
 }

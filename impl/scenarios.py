@@ -102,6 +102,11 @@ SCENARIOS: dict[str, Scenario] = {
                  story="Slave b1's dispatch stalls while acknowledged messages arrive; its HA connection breaks "
                        "while master b2 cannot tell the controller, and b1's reconnect loop cuts complete, "
                        "acknowledged messages from a replica still in the SSS."),
+        Scenario(B.CLIENT_ACKS_ANNOUNCED_BODY, 1, 20000,
+                 [{"t": 9000, "do": "produce", "count": 10, "size": 2000}],
+                 config={"cluster": {"brokers": 2}, **QUIET},
+                 story="Every HA write reaches the slave in pieces; a TRANSFER frame's header arrives before its "
+                       "body and the slave acks the end the header announces."),
     ]
 }
 

@@ -130,11 +130,12 @@ def _bug_list(bugs: list[str], fixes: list[str]) -> list[str]:
 
 
 def _apply_configs(cfg: Any, names: list[str]) -> None:
-    """Expected-loss configurations (bugs of kind "config") are settings."""
+    """Expected-loss configurations (bugs of kind "config") are settings, and so is turning on the part a fidelity
+    switch lives in."""
     overlay = B.config_overlay(names)
     if overlay:
         fresh = config_from_dict(overlay, cfg)
-        for sec in ("controller", "store"):
+        for sec in overlay:
             setattr(cfg, sec, getattr(fresh, sec))
 
 
@@ -408,7 +409,7 @@ def _cmd_bugs(args: argparse.Namespace, out: Console) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = Table(title="bug switches (--bug), expected-loss configurations (--bug) and fixes (--fix)",
+    table = Table(title="bug and fidelity switches (--bug), expected-loss configurations (--bug), fixes (--fix)",
                   show_lines=True)
     for col in ("name", "kind", "caught by", "reference"):
         table.add_column(col, overflow="fold")

@@ -55,7 +55,7 @@ def test_invariants_json_lists_the_catalogue():
 
 def test_bugs_and_findings_json():
     bugs = json.loads(_rmqha("bugs", "--json").stdout)
-    assert {b["kind"] for b in bugs} == {"switch", "config", "fix"}
+    assert {b["kind"] for b in bugs} == {"switch", "config", "fix", "fidelity"}
     findings = json.loads(_rmqha("findings", "--json").stdout)
     assert findings and all(f["fix"] in {b["name"] for b in bugs} for f in findings)
 
@@ -74,3 +74,11 @@ def test_batch_runs_seeds_and_writes_a_summary(tmp_path):
     assert p.returncode in (0, 1), p.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["runs"] == 3 and [r["seed"] for r in summary["results"]] == [1, 2, 3]
+
+
+def test_a_fidelity_switch_turns_its_part_on():
+    """``--bug`` with a fidelity switch applies the settings of its part (here frames in pieces), so the
+    deviation is reachable from the command line."""
+    p = _rmqha("simulate", "--seed", "1", "--bug", "client-acks-announced-body", "--json")
+    assert p.returncode == 1, p.stderr
+    assert json.loads(p.stdout)["violation"]["invariant"] == "HA-ACK-BOUND"

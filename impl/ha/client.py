@@ -217,6 +217,11 @@ class AutoSwitchHAClient:
                 return
         if self.state == TRANSFER:
             self._report_slave_max_offset()
+            if B.CLIENT_ACKS_ANNOUNCED_BODY in self.service.bugs and self.conn is not None:
+                end = self.decoder.pending_transfer_end()  # the deviation: ack what a header announces
+                if end is not None and end > self.current_reported_offset:
+                    self.current_reported_offset = end
+                    self._report(end)
 
     def _do_truncate(self, frame: F.MasterHandshake) -> bool:
         cache = self.service.epoch_cache

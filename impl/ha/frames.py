@@ -144,6 +144,15 @@ class MasterFrameDecoder:
     def __init__(self) -> None:
         self.buf = bytearray()
 
+    def pending_transfer_end(self) -> int | None:
+        """The end offset a TRANSFER frame announces when its header is in but its body is not yet whole."""
+        if len(self.buf) < MASTER_TRANSFER_SIZE:
+            return None
+        state, body_size, offset, _ = _M_HANDSHAKE.unpack_from(self.buf, 0)
+        if state != TRANSFER or len(self.buf) >= MASTER_TRANSFER_SIZE + body_size:
+            return None
+        return offset + body_size
+
     def feed(self, data: bytes) -> list[MasterFrame]:
         self.buf += data
         out: list[MasterFrame] = []

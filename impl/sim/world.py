@@ -14,9 +14,9 @@ The network:
   partition drops them. A message to a process that restarted since it was sent is lost, as is a reply
   to a caller that restarted.
 * HA streams are in-order byte streams per direction (TCP): a partition holds bytes back until it heals;
-  a close (FIN) travels behind the data. A crash closes every stream of the process; the peer learns of it
-  when the FIN gets through. Connecting to a partitioned address times out after 3 s; to a dead one it is
-  refused at once.
+  a close (FIN) travels behind the data; with ``[network] ha_fragment`` a write may arrive in pieces. A
+  crash closes every stream of the process; the peer learns of it when the FIN gets through. Connecting to
+  a partitioned address times out after 3 s; to a dead one it is refused at once.
 * A crashed broker's remoting channels close: the controller and the nameserver learn of it (unless a
   partition hides it, in which case only the heartbeat timeout will tell).
 
@@ -27,6 +27,7 @@ the unflushed tail. A paused process (SIGSTOP) receives nothing until it resumes
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +94,7 @@ class Simulation(WorldView):
         root = DetRng(seed)
         self._root = root
         self.rng_net = root.fork("network")
+        self.rng_frag = root.fork("ha-fragment")  # drawn only with [network] ha_fragment > 0
         self.now = 0
         self.step = 0
         self._seq = 0
@@ -465,6 +467,14 @@ class Simulation(WorldView):
         if s is None or not self._side_open(s, src):
             return
         direction = 0 if src == s.a else 1
+        frag = self.cfg.network.ha_fragment
+        if frag and data is not None and len(data) > 1 and self.rng_frag.chance(frag):
+            # TCP delivers a write as segments; a reader must reassemble frames (AutoSwitchHAClient.HAClientReader
+            # processReadResult and AutoSwitchHAConnection.HAServerReader keep a partial frame for the next read)
+            cuts = sorted({self.rng_frag.between(1, len(data) - 1) for _ in range(self.rng_frag.between(1, 3))})
+            for lo, hi in itertools.pairwise([0, *cuts, len(data)]):
+                self._send_chunk(s, direction, data[lo:hi])
+            return
         self._send_chunk(s, direction, data)
 
     def _send_chunk(self, s: Stream, direction: int, data: bytes | None) -> None:
