@@ -23,6 +23,7 @@ CONSISTENT_POINT_USES_MAX = "consistent-point-uses-max"
 
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
+CONFIRM_MIN_INT32 = "confirm-min-int32"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -103,6 +104,13 @@ BUGS: dict[str, Bug] = {
             "When a TRANSFER frame's header has arrived but its body has not, the slave reports the end the header "
             "announces (offset + bodySize) as its max offset, acking bytes it does not hold.",
             kind="fidelity", needs=(("network", "ha_fragment", 1.0),)),
+        Bug(CONFIRM_MIN_INT32, "SYNC-CONFIRM-BOUND",
+            "AutoSwitchHAService.computeConfirmOffset",
+            "synthetic (the class of DefaultElectPolicy's `(int) (o2.getMaxOffset() - o1.getMaxOffset())`: a long "
+            "narrowed to an int; reachable only when offsets pass 2^31)",
+            "confirmOffset takes the minimum of the acks comparing their low 32 bits as Java ints, so past 2^31 the "
+            "master's own max offset (negative as an int) wins over a slave's smaller ack.",
+            kind="fidelity", needs=(("sim", "base_offset", 2**31 - 4096),)),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "

@@ -149,6 +149,8 @@ class SimConfig:
     """Run-level knobs."""
 
     quiet_tail: int = _sim(0, "extra fault-free time at the end of a run")
+    base_offset: int = _sim(0, "physical offset at which every broker's commit log starts (a long history, older "
+                            "files deleted): offsets past 2^31 and 2^32 with a small log", quiet=True)
 
 
 @dataclass
@@ -214,10 +216,12 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "defaults": {},
     "unclean": {"store": {"allAckInSyncStateSet": True}, "controller": {"enableElectUncleanMaster": True}},
     "power-loss": {"store": {"allAckInSyncStateSet": True}, "faults": {"lose_unflushed_tail": 0.5}},
-    # safe, with every fidelity part turned on (docs/fidelity.md): the replicated controller, nameserver and
-    # clients, topics and queues, disk and recovery, HA in bytes, start-up, offsets at full width; each part's
-    # settings and fault weights are added where the part is built.
-    FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3}},
+    # safe, with every finished fidelity part turned on (docs/fidelity.md), each with its settings and fault
+    # weights: HA writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross it (part 7).
+    FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3},
+               "sim": {"base_offset": 2**31 - 65536}},
+    # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
+    "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},
     "legacy-async": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "ASYNC_MASTER"}},
 }
@@ -306,8 +310,10 @@ def validate(cfg: Config) -> None:
             "[cluster] election_priorities needs one value per broker",
         ),
         (0 <= cfg.network.delay_min <= cfg.network.delay_max, "[network] need 0 <= delay_min <= delay_max"),
-        (all(0.0 <= p <= 1.0 for p in (cfg.network.drop, cfg.network.duplicate, cfg.network.slow)),
+        (all(0.0 <= p <= 1.0 for p in (cfg.network.drop, cfg.network.duplicate, cfg.network.slow,
+                                        cfg.network.ha_fragment)),
          "[network] probabilities must be in [0, 1]"),
+        (0 <= cfg.sim.base_offset <= 1 << 62, "[sim] base_offset must be between 0 and 2^62"),
         (cfg.workload.produce_interval >= 0, "[workload] produce_interval must be >= 0 (0: no producer)"),
         (8 <= cfg.workload.message_size_min <= cfg.workload.message_size_max <= 1 << 20,
          "[workload] need 8 <= message_size_min <= message_size_max <= 1 MiB"),

@@ -107,6 +107,11 @@ SCENARIOS: dict[str, Scenario] = {
                  config={"cluster": {"brokers": 2}, **QUIET},
                  story="Every HA write reaches the slave in pieces; a TRANSFER frame's header arrives before its "
                        "body and the slave acks the end the header announces."),
+        Scenario(B.CONFIRM_MIN_INT32, 1, 20000,
+                 [{"t": 9000, "do": "produce", "count": 10, "size": 1000}],
+                 config={"cluster": {"brokers": 2}, **QUIET},
+                 story="The logs start 4 KiB below 2^31; the master's max offset passes 2^31 and, compared as a "
+                       "Java int, is smaller than the slave's ack, so confirmOffset runs ahead of the slave."),
     ]
 }
 

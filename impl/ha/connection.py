@@ -140,7 +140,7 @@ class AutoSwitchHAConnection:
                 if self.sync_from_last_file:
                     size = self.service.store_cfg.mapped_file_size_commit_log
                     master_max = store.max_phy_offset
-                    self.next_transfer_from_where = max(0, master_max - master_max % size)
+                    self.next_transfer_from_where = max(store.commitlog.min_offset, master_max - master_max % size)
                 else:
                     self.next_transfer_from_where = store.commitlog.min_offset
             else:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
-from ..codes import PutMessageStatus
+from ..codes import PutMessageStatus, to_int32
 from ..config import MessageStoreConfig
 from ..store.commitlog import HAView, MessageStore
 from ..store.epoch_cache import EpochEntry
@@ -258,9 +258,13 @@ class AutoSwitchHAService(HAView):
                 if sync_id not in ids and self.local_broker_id is not None and sync_id != self.local_broker_id:
                     return self.store.get_confirm_offset_directly()
         counts_new = B.CONFIRM_COUNTS_NEW_CONNECTION in self.bugs
+        narrow = B.CONFIRM_MIN_INT32 in self.bugs
         for c in self.connections.values():
             if c.slave_id in current and (c.slave_ack_offset > 0 or counts_new):
-                new_confirm = min(new_confirm, c.slave_ack_offset)
+                if narrow:  # the deviation: offsets compared as Java ints
+                    new_confirm = min(new_confirm, c.slave_ack_offset, key=to_int32)
+                else:
+                    new_confirm = min(new_confirm, c.slave_ack_offset)
         return new_confirm
 
     def set_sync_state_set(self, sss: set[int]) -> None:

@@ -105,7 +105,7 @@ class Simulation(WorldView):
         self.brokers = [f"b{i + 1}" for i in range(cfg.cluster.brokers)]
         self.clients = ["p1", "c1", "admin"]
         self.all_nodes = [self.nameserver, self.controller, *self.brokers, *self.clients]
-        self.disks = {b: BrokerDisk() for b in self.brokers}
+        self.disks = {b: BrokerDisk.fresh(cfg.sim.base_offset) for b in self.brokers}
         self.ctl_disk = ControllerDisk()
         self.nodes: dict[str, Actor | None] = {}
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}

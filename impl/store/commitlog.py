@@ -29,6 +29,7 @@ from ..config import MessageStoreConfig
 from .disk import BrokerDisk
 from .epoch_cache import EpochFileCache
 from .message import Record, body_for, check, encode
+from .offsets import base_of
 
 PAGE = 4096
 
@@ -41,7 +42,7 @@ class CommitLog:
         self.records: list[Record] = []
         self.ends: list[int] = []  # end offset of each record, for bisection
         self.keys: dict[str, list[int]] = {}  # key -> offsets of its whole copies (a resent message repeats)
-        self.parsed_upto = 0  # end of the last indexed message, or the first torn byte
+        self.parsed_upto = self.min_offset  # end of the last indexed message, or the first torn byte
         self.torn: list[int] = []  # offsets where a non-message sits before more data
         self.version = 0  # bumped on every change (checkers cache on it)
         self.truncations = 0
@@ -57,7 +58,8 @@ class CommitLog:
 
     @property
     def min_offset(self) -> int:
-        return 0
+        """``getMinOffset``: 0, or the base of a log that starts later ([sim] base_offset)."""
+        return base_of(self.disk.commitlog)
 
     def _index(self) -> None:
         buf = self.disk.commitlog
@@ -110,7 +112,7 @@ class CommitLog:
             if not copies:
                 del self.keys[rec.key]
         self.torn = [t for t in self.torn if t < offset]
-        self.parsed_upto = self.records[-1].offset + self.records[-1].size if self.records else 0
+        self.parsed_upto = self.records[-1].offset + self.records[-1].size if self.records else self.min_offset
         if self.torn and self.torn[-1] >= self.parsed_upto:
             self.parsed_upto = min(self.parsed_upto, self.torn[-1])
         self.version += 1
@@ -119,7 +121,7 @@ class CommitLog:
 
     def whole_end(self) -> int:
         """End of the last whole message."""
-        return self.ends[-1] if self.ends else 0
+        return self.ends[-1] if self.ends else self.min_offset
 
     def is_aligned(self, offset: int) -> bool:
         """``isOffsetAligned``: no data at ``offset``, or a whole valid message starts there."""
@@ -183,8 +185,7 @@ class MessageStore:
     # ---- recovery (recoverAbnormally: a crash is never a clean shutdown here)
     def recover(self) -> None:
         log = self.commitlog
-        process = 0
-        last_confirm_valid = 0
+        process = last_confirm_valid = log.min_offset
         self.dispatched = []
         for rec in log.records:
             if log.torn and rec.offset > log.torn[0]:
@@ -195,7 +196,7 @@ class MessageStore:
                 last_confirm_valid = rec.offset + rec.size
         if self.controller_mode:
             if self.confirm_offset < 0:
-                self._set_confirm(0)
+                self._set_confirm(log.min_offset)
             elif self.confirm_offset > last_confirm_valid:
                 self._set_confirm(last_confirm_valid)
         else:

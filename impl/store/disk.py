@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .offsets import BasedLog
+
 
 @dataclass
 class BrokerDisk:
@@ -20,6 +22,14 @@ class BrokerDisk:
     broker_identity: tuple[str, str, int] | None = None  # cluster#brokerName#id
     temp_identity: tuple[str, str, int, str] | None = None  # cluster#brokerName#id#registerCheckCode
     generation: int = 0  # bumped whenever bytes are removed from the log (checkers cache on it)
+
+    @classmethod
+    def fresh(cls, base: int = 0) -> BrokerDisk:
+        """An empty store whose log starts at physical offset ``base`` (``[sim] base_offset``): the files of a set
+        with a long history, its older files deleted on every replica; the checkpoint already points there."""
+        if base == 0:
+            return cls()
+        return cls(commitlog=BasedLog(base), flushed=base, checkpoint_confirm=base, checkpoint_confirm_flushed=base)
 
     def power_loss(self) -> int:
         """Lose the unflushed tail; returns the number of bytes lost."""

@@ -15,6 +15,8 @@ import struct
 import zlib
 from typing import NamedTuple
 
+from .offsets import base_of
+
 MESSAGE_MAGIC_CODE = 0xDAA320A7
 _HEAD = struct.Struct(">iIIqqH")  # totalSize, magic, crc, physicalOffset, bornTimestamp, keyLen
 _BODYLEN = struct.Struct(">i")
@@ -51,16 +53,17 @@ def check(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int,
     """
     if end - pos < MIN_SIZE:
         return 0, None
-    total, magic, crc, phys, _born, klen = _HEAD.unpack_from(buf, pos)
+    raw = pos - base_of(buf)  # offsets are physical; a BasedLog's buffer starts at its base
+    total, magic, crc, phys, _born, klen = _HEAD.unpack_from(buf, raw)
     if magic != MESSAGE_MAGIC_CODE or total < MIN_SIZE or phys != pos:
         return -1, None
     if end - pos < total:
         return 0, None
-    k0 = pos + HEADER_SIZE
+    k0 = raw + HEADER_SIZE
     (blen,) = _BODYLEN.unpack_from(buf, k0 + klen)
     if HEADER_SIZE + klen + _BODYLEN.size + blen != total:
         return -1, None
-    key_bytes = bytes(buf[k0:k0 + klen])
+    key_bytes = bytes(memoryview(buf)[k0:k0 + klen])
     b0 = k0 + klen + _BODYLEN.size
     if zlib.crc32(memoryview(buf)[b0:b0 + blen], zlib.crc32(key_bytes)) != crc:
         return -1, None
