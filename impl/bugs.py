@@ -24,6 +24,8 @@ CONSISTENT_POINT_USES_MAX = "consistent-point-uses-max"
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
 CONFIRM_MIN_INT32 = "confirm-min-int32"
+RECOVER_IGNORES_ABORT_FILE = "recover-ignores-abort-file"
+UNFENCE_BEFORE_REGISTER = "unfence-before-register"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -35,9 +37,12 @@ FIX_CONFIRM_SHORTCUT_USES_UNION = "fix-confirm-shortcut-uses-union"
 FIX_KEEP_OWN_EPOCH_ON_RESTART = "fix-keep-own-epoch-on-restart"
 FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH = "fix-epoch-eq-replaces-empty-epoch"
 FIX_TRANSFER_CHECKS_LOG_END = "fix-transfer-checks-log-end"
+FIX_RECOVER_NORMALLY_UP_TO_CONFIRM = "fix-recover-normally-up-to-confirm"
+FIX_TRUNCATE_CLEARS_FILE = "fix-truncate-clears-file"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
-             FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END)
+             FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
+             FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE)
 
 
 @dataclass(frozen=True)
@@ -111,6 +116,16 @@ BUGS: dict[str, Bug] = {
             "confirmOffset takes the minimum of the acks comparing their low 32 bits as Java ints, so past 2^31 the "
             "master's own max offset (negative as an int) wins over a slave's smaller ack.",
             kind="fidelity", needs=(("sim", "base_offset", 2**31 - 4096),)),
+        Bug(RECOVER_IGNORES_ABORT_FILE, "SYNC-VISIBLE-BOUND",
+            "DefaultMessageStore.load (lastExitOK = !isTempFileExist())",
+            "synthetic (a store that does not create or read its abort file)",
+            "The store recovers as after a clean shutdown whatever the abort file says, so after a crash "
+            "recoverNormally rebuilds the consume queue past confirmOffset.", kind="fidelity"),
+        Bug(UNFENCE_BEFORE_REGISTER, "BRK-FENCED-UNTIL-RUNNING",
+            "BrokerController.start / ReplicasManager.startBasicService (setFenced(true) until RUNNING)",
+            "synthetic (a start-up that opens the store before the controller has named the broker's role)",
+            "A (re)starting broker's store takes writes from the start, before it has registered with the "
+            "controller and learned its role: it still believes the role it boots with.", kind="fidelity"),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "
@@ -151,6 +166,15 @@ BUGS: dict[str, Bug] = {
             "Before a batch, a connection whose position lies past the commit log's end or past the end of its "
             "current epoch (the serving broker truncated its log under it) closes instead of sending; the slave "
             "reconnects and handshakes.", kind="fix"),
+        Bug(FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, "SYNC-VISIBLE-BOUND", "CommitLog.recoverNormally",
+            "finding F-RECOVER-NORMALLY-PAST-CONFIRM",
+            "After a clean shutdown, recovery in controller mode rebuilds the consume queue only up to confirmOffset, "
+            "as recoverAbnormally does, instead of dispatching every message past the consume queue's end.",
+            kind="fix"),
+        Bug(FIX_TRUNCATE_CLEARS_FILE, "STORE-NO-RESURRECT", "MappedFileQueue.truncateDirtyFiles",
+            "finding F-TRUNCATED-TAIL-RESURRECTS",
+            "A truncation clears the mapped file past the new write position (or recovery stops at the write "
+            "position it had), so a later recovery scan cannot read the cut bytes back.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

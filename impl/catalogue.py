@@ -83,6 +83,12 @@ CATALOGUE: list[Invariant] = [
     Invariant("BRK-SLAVE-NO-WRITE", "Only an unfenced master appends producer messages.",
               "HookUtils.checkBeforePutMessage; ReplicasManager.setFenced", "broker",
               "a deposed master that has not heard of the new epoch still writes (no lease)", on=("brk.append",)),
+    Invariant("BRK-FENCED-UNTIL-RUNNING",
+              "A broker appends producer messages only once its start-up has reached RUNNING: it has synced the "
+              "controller's metadata, registered (its controller id applied) and taken its role from the controller.",
+              "ReplicasManager.startBasicService (INITIAL -> FIRST_TIME_SYNC_CONTROLLER_METADATA_DONE -> "
+              "REGISTER_TO_CONTROLLER_DONE -> RUNNING, then setFenced(false)); BrokerController.start", "broker",
+              on=("brk.append",)),
     # ------------------------------------------------------------------------------------------ HA
     Invariant("HA-EPOCH-BOUNDARY",
               "Every transfer batch has a non-negative size and lies in one epoch of the master (it crosses no epoch "
@@ -114,6 +120,12 @@ CATALOGUE: list[Invariant] = [
               "A broker's epoch entries have strictly increasing epochs and starts, and each entry but the last ends "
               "where the next starts.",
               "EpochFileCache.appendEntry / initEntries", "ha", reads=("brokers",)),
+    Invariant("STORE-NO-RESURRECT",
+              "Recovery never brings back bytes a broker no longer had: the log a restarted broker recovers ends at "
+              "or before where its files ended when its process went.",
+              "CommitLog.recoverNormally / recoverAbnormally (scan to the first invalid message) after "
+              "MappedFileQueue.truncateDirtyFiles (moves the write position, leaves the bytes)", "store",
+              "", reads=("brokers",)),
     Invariant("STORE-WHOLE-MESSAGES",
               "Every commit log is a sequence of whole, valid messages, except for an incomplete last one.",
               "CommitLog.checkMessageAndReturnSize; AutoSwitchHAService.truncateInvalidMsg; recovery", "store",
@@ -208,6 +220,7 @@ class Checker:
         self._shared: dict[tuple[str, str], tuple[tuple, tuple, list]] = {}
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
+        self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went (STORE-NO-RESURRECT)
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         for kind, fn in [
             ("ctl.apply", self._on_ctl_apply), ("brk.role", self._on_brk_role), ("brk.sss", self._on_brk_sss),
@@ -378,13 +391,21 @@ class Checker:
         if obs["role"] == BrokerRole.SLAVE.value or obs["fenced"]:
             self._fail("BRK-SLAVE-NO-WRITE", f"{obs['n']} appended {obs['key']} as {obs['role']} "
                        f"(fenced={obs['fenced']})", obs=obs)
+            return
+        replicas = getattr(self.world.broker(obs["n"]), "replicas", None)
+        if replicas is not None and replicas.state.value != "RUNNING":
+            self._fail("BRK-FENCED-UNTIL-RUNNING", f"{obs['n']} appended {obs['key']} while its start-up was at "
+                       f"{replicas.state.value}", obs=obs)
 
     def _on_crash(self, obs: dict[str, Any]) -> None:
         self._full_recheck = True
         if obs["node"] in self._expanding:
             self._expanding.discard(obs["node"])
             self.coverage.hit("sss-expand-raced-crash")
-        self.coverage.hit("crash-power-loss" if obs.get("powerLoss") else "crash")
+        self.coverage.hit("stop" if obs.get("clean") else "crash-power-loss" if obs.get("powerLoss") else "crash")
+        disk = self.world.disks.get(obs["node"])
+        if disk is not None:  # what the files hold when the process is gone: recovery may only cut from it
+            self.crash_end[obs["node"]] = len(disk.commitlog)
 
     def _on_truncated(self, obs: dict[str, Any]) -> None:
         self._full_recheck = True
@@ -487,6 +508,12 @@ class Checker:
                     if x.end_offset != y.start_offset:
                         self._fail("EPOCH-FILE-WF", f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts",
                                    broker=b)
+                        return
+                if b in self.crash_end and self.world.inc.get(b, 0) > 0:
+                    was = self.crash_end.pop(b)
+                    if node.store.max_phy_offset > was:
+                        self._fail("STORE-NO-RESURRECT", f"{b} recovered a log ending at {node.store.max_phy_offset}, "
+                                   f"past {was} where it ended when its process went", broker=b)
                         return
                 client = getattr(getattr(node, "ha", None), "client", None)
                 reported = getattr(client, "current_reported_offset", -1)

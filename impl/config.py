@@ -149,6 +149,9 @@ class SimConfig:
     """Run-level knobs."""
 
     quiet_tail: int = _sim(0, "extra fault-free time at the end of a run")
+    file_residue: bool = _sim(False, "truncation leaves the cut bytes in the mapped file until overwritten, and "
+                              "recovery scans them (MappedFileQueue.truncateDirtyFiles moves positions only)",
+                              quiet=True)
     base_offset: int = _sim(0, "physical offset at which every broker's commit log starts (a long history, older "
                             "files deleted): offsets past 2^31 and 2^32 with a small log", quiet=True)
 
@@ -217,9 +220,11 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "unclean": {"store": {"allAckInSyncStateSet": True}, "controller": {"enableElectUncleanMaster": True}},
     "power-loss": {"store": {"allAckInSyncStateSet": True}, "faults": {"lose_unflushed_tail": 0.5}},
     # safe, with every finished fidelity part turned on (docs/fidelity.md), each with its settings and fault
-    # weights: HA writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross it (part 7).
+    # weights: disk and recovery (part 4: clean stops, lost checkpoints, truncated bytes left in the file); HA
+    # writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross it (part 7).
     FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3},
-               "sim": {"base_offset": 2**31 - 65536}},
+               "sim": {"base_offset": 2**31 - 65536, "file_residue": True},
+               "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5}}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},

@@ -55,6 +55,16 @@ FINDINGS: dict[str, Finding] = {
                 "A master whose confirmed SSS is itself alone exposes unacknowledged messages to consumers",
                 ("SYNC-SEEN-NO-LOSS",), B.FIX_CONFIRM_SHORTCUT_USES_UNION,
                 "CommitLog.getConfirmOffset ('local SSS size == 1 -> maxPhyOffset')", "new"),
+        Finding("F-RECOVER-NORMALLY-PAST-CONFIRM",
+                "After a clean shutdown a broker dispatches messages past its confirmOffset to consumers",
+                ("SYNC-VISIBLE-BOUND",), B.FIX_RECOVER_NORMALLY_UP_TO_CONFIRM,
+                "CommitLog.recoverNormally (dispatches every message past the consume queue's end; only "
+                "recoverAbnormally looks at confirmOffset in controller mode)", "new"),
+        Finding("F-TRUNCATED-TAIL-RESURRECTS",
+                "Recovery after a crash reads back bytes a truncation had cut",
+                ("STORE-NO-RESURRECT",), B.FIX_TRUNCATE_CLEARS_FILE,
+                "MappedFileQueue.truncateDirtyFiles (moves the write position only) + CommitLog.recoverAbnormally "
+                "(scans to the first invalid message)", "new"),
         Finding("F-EPOCH-REBASE-ON-RESTART",
                 "A master restarted and re-confirmed at the same epoch moves that epoch's start",
                 ("HA-LOG-MATCHING",), B.FIX_KEEP_OWN_EPOCH_ON_RESTART,

@@ -112,6 +112,17 @@ SCENARIOS: dict[str, Scenario] = {
                  config={"cluster": {"brokers": 2}, **QUIET},
                  story="The logs start 4 KiB below 2^31; the master's max offset passes 2^31 and, compared as a "
                        "Java int, is smaller than the slave's ack, so confirmOffset runs ahead of the slave."),
+        Scenario(B.RECOVER_IGNORES_ABORT_FILE, 12, 60500,
+                 [{"t": 49456, "do": "crash", "node": "b2"}, {"t": 59944, "do": "restart", "node": "b2"}],
+                 story="Slave b2 is killed while its log runs ahead of its confirmOffset; at the restart it "
+                       "recovers as after a clean shutdown and dispatches past confirmOffset."),
+        Scenario(B.UNFENCE_BEFORE_REGISTER, 1, 12000,
+                 [{"t": 8000, "do": "produce", "count": 2},
+                  {"t": 9000, "do": "crash", "node": "b2"}, {"t": 9200, "do": "restart", "node": "b2"},
+                  {"t": 9201, "do": "produce", "count": 3}],
+                 config=QUIET,
+                 story="Master b2 is killed and restarted at once; the producer still routes to it, and its "
+                       "store takes the sends before b2 has registered with the controller."),
     ]
 }
 

@@ -18,6 +18,10 @@ def _fmt_act(a: dict[str, Any]) -> str:
         return f"FAULT crash {a['node']}" + (" (power loss)" if a.get("powerLoss") else "")
     if do == "restart":
         return f"FAULT restart {a['node']}"
+    if do == "stop":
+        return f"FAULT stop {a['node']} (clean shutdown: flushed, no abort file)"
+    if do == "lose-file":
+        return f"FAULT {a['node']} loses its {a['file']} file"
     if do == "partition":
         links = a["links"]
         return f"FAULT partition {a['id']}: " + ", ".join(f"{x}->{y}" for x, y in links[:6]) + (

@@ -48,13 +48,24 @@ EXPLICIT: dict[str, dict] = {
 }
 
 
+# Settings over the safe profile for the search of findings that need a fault kind of weight 0 by default.
+SEARCH_CONFIG: dict[str, dict] = {
+    "F-RECOVER-NORMALLY-PAST-CONFIRM": {"faults": {"weights": {"stop-broker": 3.0}}},
+    "F-TRUNCATED-TAIL-RESURRECTS": {"sim": {"file_residue": True}},
+}
+
+
+def search_config(fid: str) -> Config:
+    return config_from_dict(SEARCH_CONFIG.get(fid, {}), default_config("safe"))
+
+
 def others(fid: str) -> list[str]:
     return sorted(f for f in B.FIXES_ALL if f != FINDINGS[fid].fix)
 
 
 def probe(args: tuple[str, int]) -> tuple[str, int, int | None]:
     fid, seed = args
-    cfg = default_config("safe")
+    cfg = search_config(fid)
     r = run(cfg, seed, STEPS, bugs=others(fid), record=False)
     if r.violation is None or r.violation.invariant not in FINDINGS[fid].invariants:
         return fid, seed, None
@@ -64,7 +75,7 @@ def probe(args: tuple[str, int]) -> tuple[str, int, int | None]:
 
 
 def derive(fid: str, seeds: list[int]) -> dict:
-    cfg = default_config("safe")
+    cfg = search_config(fid)
     bugs = others(fid)
     for seed in seeds:
         r = run(cfg, seed, STEPS, bugs=bugs)

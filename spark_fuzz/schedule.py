@@ -100,7 +100,9 @@ def draw_mix(seed: int, base: Config, settings: FuzzSettings) -> Mix:
     user = base.faults.weights
     weights: dict[str, float] = {}
     for kind in FAULT_KINDS:
-        w0 = user.get(kind, DEFAULT_WEIGHTS[kind])
+        if kind not in DEFAULT_WEIGHTS and kind not in user:
+            continue  # a fidelity part's fault kind, off unless the profile weighs it (no draw, no header entry)
+        w0 = user.get(kind, DEFAULT_WEIGHTS.get(kind, 0.0))
         if w0 <= 0:
             weights[kind] = 0.0
         elif kind in fam.core:
@@ -109,10 +111,10 @@ def draw_mix(seed: int, base: Config, settings: FuzzSettings) -> Mix:
             weights[kind] = round(w0 * rng.choice(settings.scale), 4)
         else:
             weights[kind] = 0.0
-    off = [k for k in FAULT_KINDS if weights[k] == 0 and user.get(k, DEFAULT_WEIGHTS[k]) > 0]
+    off = [k for k in weights if weights[k] == 0 and user.get(k, DEFAULT_WEIGHTS.get(k, 0.0)) > 0]
     while sum(1 for w in weights.values() if w > 0) < 2 and off:  # a swarm draw never leaves fewer than 2 kinds
         k = off.pop(rng.below(len(off)))
-        weights[k] = user.get(k, DEFAULT_WEIGHTS[k])
+        weights[k] = user.get(k, DEFAULT_WEIGHTS.get(k, 0.0))
     mean = fam.timing.get("mean_interval") or rng.choice(settings.mean_intervals)
     sizes = [(n, w) for n, w in sorted(settings.brokers.items()) if w > 0]
     brokers = rng.weighted(sizes) if sizes and not base.cluster.election_priorities else base.cluster.brokers

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any
 
+from .. import bugs as B
 from ..codes import MASTER_ID, BrokerRole, PutMessageStatus, RequestCode, ResponseCode
 from ..config import BrokerConfig, MessageStoreConfig
 from ..ha import frames as F
@@ -50,7 +51,7 @@ class BrokerNode(Actor):
         self.controller_addresses = [f"{c}:9878" for c in controllers]
         self.nameserver = nameserver
         self.election_priority = broker_cfg.broker_election_priority if election_priority is None else election_priority
-        self.store = MessageStore(disk, store_cfg, controller_mode=True)
+        self.store = MessageStore(disk, store_cfg, controller_mode=True, bugs=bugs)
         self.ha = AutoSwitchHAService(self, self.store, store_cfg, bugs)
         self.store.on_truncate = self._on_truncate
         self.isolated = True
@@ -69,7 +70,13 @@ class BrokerNode(Actor):
 
     def start(self) -> None:
         """``BrokerController.start`` in controller mode."""
+        if self.store.recovered_normally and self.store.dispatched:  # recoverNormally's dispatch, seen by checkers
+            last = self.store.dispatched[-1]
+            self.observe("store.dispatch", upto=last.offset + last.size, confirm=self.store.confirm_offset,
+                         reputEnd=self.store.max_phy_offset, recovery="normal")
         self.replicas.set_fenced(True)
+        if B.UNFENCE_BEFORE_REGISTER in self.bugs:  # the deviation: the store takes writes before RUNNING
+            self.store.fenced = False
         Periodic(self, "registerNameServer", 10_000, max(10_000, min(self.broker_cfg.register_name_server_period,
                                                                      60_000)), self._periodic_register)
         Periodic(self, "sendHeartbeat", 1000, self.broker_cfg.broker_heartbeat_interval, self._periodic_heartbeat)

@@ -34,6 +34,9 @@ FAULT_KINDS: dict[str, str] = {
     "break-ha": "close every HA connection of a random broker",
     "lossy-network": "for a while, drop / duplicate / delay controller RPCs",
     "slow-commit": "for a while, controller appends commit after the 5 s wait (lost reply, event applies)",
+    "stop-broker": "stop a random broker cleanly (flush, checkpoint, no abort file: recoverNormally), restart later",
+    "lose-epoch-file": "kill -9 a random broker, delete its epochFileCheckpoint before the restart",
+    "lose-checkpoint": "kill -9 a random broker, delete its checkpoint file (confirmPhyOffset) before the restart",
     "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
     "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",
     "admin-elect": "mqadmin electMaster, designating a random broker or none",
@@ -47,7 +50,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 
 PRIMITIVES = ("crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
-              "slow-dispatch", "admin-elect", "produce", "clean")
+              "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file")
 
 Action = dict[str, Any]
 
@@ -143,6 +146,17 @@ class FaultGenerator:
             power = rng.chance(self.cfg.lose_unflushed_tail)
             return [{"t": now, "do": "crash", "node": target, "powerLoss": power},
                     {"t": self._restart_at(now), "do": "restart", "node": target, "release": [target]}]
+        if kind in ("stop-broker", "lose-epoch-file", "lose-checkpoint"):
+            if self._down(world) >= self.cfg.max_down or not free:
+                return []
+            target = rng.choice(free)
+            self.busy.add(target)
+            restart = {"t": self._restart_at(now), "do": "restart", "node": target, "release": [target]}
+            if kind == "stop-broker":
+                return [{"t": now, "do": "stop", "node": target}, restart]
+            file = "epoch" if kind == "lose-epoch-file" else "checkpoint"
+            return [{"t": now, "do": "crash", "node": target, "powerLoss": False},
+                    {"t": now, "do": "lose-file", "node": target, "file": file}, restart]
         if kind == "crash-controller":
             if not world.is_up(ctl) or ctl in self.busy:
                 return []

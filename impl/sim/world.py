@@ -106,6 +106,8 @@ class Simulation(WorldView):
         self.clients = ["p1", "c1", "admin"]
         self.all_nodes = [self.nameserver, self.controller, *self.brokers, *self.clients]
         self.disks = {b: BrokerDisk.fresh(cfg.sim.base_offset) for b in self.brokers}
+        for disk in self.disks.values():
+            disk.keep_residue = cfg.sim.file_residue and B.FIX_TRUNCATE_CLEARS_FILE not in bugs
         self.ctl_disk = ControllerDisk()
         self.nodes: dict[str, Actor | None] = {}
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
@@ -543,6 +545,13 @@ class Simulation(WorldView):
             self.generator.release(a["release"])
         if do == "crash":
             self.crash(a["node"], bool(a.get("powerLoss", False)))
+        elif do == "stop":  # a clean shutdown: flush, checkpoint, no abort file; then the process is gone
+            if self.up.get(a["node"]) and a["node"] in self.disks:
+                self.disks[a["node"]].stop()
+                self.crash(a["node"], clean=True)
+        elif do == "lose-file":  # only while the broker is down: its next start reads the file as new
+            if not self.up.get(a["node"]) and a["node"] in self.disks:
+                self.disks[a["node"]].lose(str(a["file"]))
         elif do == "restart":
             if not self.up.get(a["node"]):
                 self._start(a["node"])
@@ -602,7 +611,7 @@ class Simulation(WorldView):
             producer.produce(int(a.get("count", 1)), a.get("size"))  # type: ignore[union-attr]
             self._drain(producer)  # type: ignore[arg-type]
 
-    def crash(self, name: str, power_loss: bool = False) -> None:
+    def crash(self, name: str, power_loss: bool = False, clean: bool = False) -> None:
         if not self.up.get(name):
             return
         self.up[name] = False
@@ -615,7 +624,7 @@ class Simulation(WorldView):
         lost = 0
         if power_loss and name in self.disks:
             lost = self.disks[name].power_loss()
-        self._note("sim.crash", node=name, powerLoss=power_loss, lostBytes=lost)
+        self._note("sim.crash", node=name, powerLoss=power_loss, lostBytes=lost, **({"clean": True} if clean else {}))
         for s in self.streams.values():
             if name in (s.a, s.b):
                 self._close_side(s.conn, name)

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .. import bugs as B
 from ..codes import BrokerRole
 from ..config import MessageStoreConfig
 from .disk import BrokerDisk
@@ -101,6 +102,7 @@ class CommitLog:
     def truncate(self, offset: int) -> None:
         if offset >= len(self.disk.commitlog):
             return
+        self.disk.truncated(offset)
         del self.disk.commitlog[offset:]
         self.disk.flushed = min(self.disk.flushed, offset)
         self.disk.generation += 1
@@ -165,7 +167,8 @@ class Dispatched:
 class MessageStore:
     """``DefaultMessageStore`` + the role-dependent half of ``CommitLog``."""
 
-    def __init__(self, disk: BrokerDisk, cfg: MessageStoreConfig, controller_mode: bool = True) -> None:
+    def __init__(self, disk: BrokerDisk, cfg: MessageStoreConfig, controller_mode: bool = True,
+                 bugs: frozenset[str] = frozenset()) -> None:
         self.disk = disk
         self.cfg = cfg
         self.controller_mode = controller_mode
@@ -180,24 +183,41 @@ class MessageStore:
         self.reput_from_offset = 0
         self.dispatched: list[Dispatched] = []
         self.on_truncate: Callable[[int], None] | None = None
-        self.recover()
+        self.fix_normal = B.FIX_RECOVER_NORMALLY_UP_TO_CONFIRM in bugs
+        # isTempFileExist: the abort file is there after a crash
+        self.recovered_normally = not disk.abort or B.RECOVER_IGNORES_ABORT_FILE in bugs
+        self.recover(self.recovered_normally)
+        disk.abort = True  # createTempFile: deleted again only by a clean shutdown
 
-    # ---- recovery (recoverAbnormally: a crash is never a clean shutdown here)
-    def recover(self) -> None:
+    # ---- recovery
+    def recover(self, normally: bool = False) -> None:
+        """``DefaultMessageStore.recover``: ``CommitLog.recoverNormally`` after a clean shutdown, else
+        ``recoverAbnormally``. Both scan whole valid messages (``checkMessageAndReturnSize``) to the first
+        invalid one and truncate there; in controller mode the abnormal scan rebuilds the consume queue only up
+        to confirmOffset and clamps confirmOffset to the last message it dispatched, while the normal one
+        dispatches every message past what the consume queue held (it does not look at confirmOffset) and
+        clamps confirmOffset to the scan's end."""
         log = self.commitlog
+        tail = self.disk.file_tail(log.max_offset) if self.disk.keep_residue else b""
+        if tail:  # the mapped file still holds bytes a truncation left past its write position: they are scanned
+            self.disk.residue = b""
+            log.append_data(tail)
         process = last_confirm_valid = log.min_offset
         self.dispatched = []
         for rec in log.records:
             if log.torn and rec.offset > log.torn[0]:
                 break
             process = rec.offset + rec.size
-            if not self.controller_mode or rec.offset + rec.size <= self.confirm_offset:
+            if not self.controller_mode or (normally and not self.fix_normal) \
+                    or rec.offset + rec.size <= self.confirm_offset:
                 self.dispatched.append(Dispatched(rec.offset, rec.size, rec.key))
                 last_confirm_valid = rec.offset + rec.size
         if self.controller_mode:
-            if self.confirm_offset < 0:
+            if self.confirm_offset < log.min_offset:
                 self._set_confirm(log.min_offset)
-            elif self.confirm_offset > last_confirm_valid:
+            elif normally and self.confirm_offset > process:
+                self._set_confirm(process)
+            elif not normally and self.confirm_offset > last_confirm_valid:
                 self._set_confirm(last_confirm_valid)
         else:
             self._set_confirm(process)

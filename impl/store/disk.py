@@ -22,6 +22,12 @@ class BrokerDisk:
     broker_identity: tuple[str, str, int] | None = None  # cluster#brokerName#id
     temp_identity: tuple[str, str, int, str] | None = None  # cluster#brokerName#id#registerCheckCode
     generation: int = 0  # bumped whenever bytes are removed from the log (checkers cache on it)
+    abort: bool = False  # the abort file: created at start, deleted by a clean shutdown (DefaultMessageStore)
+    # [sim] file_residue: truncation only moves the mapped file's write position, so the bytes past it stay in the
+    # file until new data overwrites them (MappedFileQueue.truncateDirtyFiles); recovery scans the file
+    keep_residue: bool = False
+    residue_at: int = 0
+    residue: bytes = b""
 
     @classmethod
     def fresh(cls, base: int = 0) -> BrokerDisk:
@@ -38,7 +44,38 @@ class BrokerDisk:
         if lost:
             self.generation += 1
         self.checkpoint_confirm = self.checkpoint_confirm_flushed
+        self.residue = b""  # what the disk held under an unflushed page is not modelled
         return lost
+
+    def truncated(self, offset: int) -> None:
+        """Note a truncation at ``offset`` before the bytes go: with ``keep_residue`` they stay in the file."""
+        if not self.keep_residue:
+            return
+        end = len(self.commitlog)
+        self.residue = bytes(self.commitlog[offset:end]) + self.file_tail(end)
+        self.residue_at = offset
+
+    def file_tail(self, end: int) -> bytes:
+        """The bytes the mapped file still holds past ``end`` (an earlier truncation's leftovers)."""
+        if self.residue and self.residue_at <= end < self.residue_at + len(self.residue):
+            return self.residue[end - self.residue_at:]
+        return b""
+
+    def stop(self) -> None:
+        """A clean shutdown (``DefaultMessageStore.shutdown``): flush the log and the checkpoint, delete the
+        abort file."""
+        self.flushed = len(self.commitlog)
+        self.checkpoint_confirm_flushed = self.checkpoint_confirm
+        self.abort = False
+
+    def lose(self, file: str) -> None:
+        """A file gone while the broker was down: the next start reads it as new."""
+        if file == "epoch":
+            self.epoch_file = None
+        elif file == "checkpoint":
+            self.checkpoint_confirm = self.checkpoint_confirm_flushed = 0
+        else:
+            raise ValueError(f"unknown file {file!r} (epoch, checkpoint)")
 
     def write_epoch_file(self, lines: list[tuple[int, int]]) -> None:
         self.epoch_file = list(lines)
