@@ -26,6 +26,7 @@ CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
 CONFIRM_MIN_INT32 = "confirm-min-int32"
 RECOVER_IGNORES_ABORT_FILE = "recover-ignores-abort-file"
 UNFENCE_BEFORE_REGISTER = "unfence-before-register"
+NS_IGNORES_STATE_VERSION = "ns-ignores-state-version"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -126,6 +127,11 @@ BUGS: dict[str, Bug] = {
             "synthetic (a start-up that opens the store before the controller has named the broker's role)",
             "A (re)starting broker's store takes writes from the start, before it has registered with the "
             "controller and learned its role: it still believes the role it boots with.", kind="fidelity"),
+        Bug(NS_IGNORES_STATE_VERSION, "NS-ROUTE-HIGHEST-EPOCH",
+            "RouteInfoManager.registerBroker (the stateVersion comparison of two addresses for one broker id)",
+            "synthetic (the nameserver before controller mode: the last registration wins)",
+            "The nameserver lets any registration take a broker id, so the periodic registration of a deposed "
+            "master that has not heard of the new epoch takes the master route back.", kind="fidelity"),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .codes import BrokerRole
+from .codes import MASTER_ID, BrokerRole
 
 if TYPE_CHECKING:
     from .broker.broker import BrokerNode
@@ -34,7 +34,7 @@ class Invariant:
     layer: str  # "controller" | "broker" | "ha" | "sync" | "client" | "store"
     exceptions: str = ""
     on: tuple[str, ...] = ()  # observation kinds the event predicate handles
-    reads: tuple[str, ...] = ()  # "controller" | "brokers" : state predicate re-runs when these ran
+    reads: tuple[str, ...] = ()  # "controller" | "brokers" | "nameserver": state predicate re-runs when these ran
 
     @property
     def tla(self) -> str:
@@ -89,6 +89,13 @@ CATALOGUE: list[Invariant] = [
               "ReplicasManager.startBasicService (INITIAL -> FIRST_TIME_SYNC_CONTROLLER_METADATA_DONE -> "
               "REGISTER_TO_CONTROLLER_DONE -> RUNNING, then setFenced(false)); BrokerController.start", "broker",
               on=("brk.append",)),
+    # ------------------------------------------------------------------------------------ nameserver
+    Invariant("NS-ROUTE-HIGHEST-EPOCH",
+              "The master route the nameserver serves for a broker set names, among the live brokers that last "
+              "registered as its master, one with the highest state version (masterEpoch).",
+              "RouteInfoManager.registerBroker (a registration for a broker id held by another live address with a "
+              "higher stateVersion is ignored); ReplicasManager.registerBrokerWhenRoleChange", "client",
+              "a broker that never reached the nameserver makes no claim", reads=("nameserver",)),
     # ------------------------------------------------------------------------------------------ HA
     Invariant("HA-EPOCH-BOUNDARY",
               "Every transfer batch has a non-negative size and lies in one epoch of the master (it crosses no epoch "
@@ -254,11 +261,31 @@ class Checker:
             self._check_controller_state()
         if ran_brokers:
             self._check_broker_state()
+        if world.nameserver in touched or self._full_recheck:
+            self._check_nameserver()
         if ran_brokers or ran_ctl or self.acked_pending or self.seen_pending:
             self._check_no_loss()
             if "SYNC-SSS-HOLDS-ACKED" in self.enabled:
                 self._check_sss_holds_acked()
         self._full_recheck = False
+
+    def _check_nameserver(self) -> None:
+        world = self.world
+        ns = world.nodes.get(world.nameserver)
+        claims_by_set = getattr(ns, "master_claims", None) if world.up.get(world.nameserver) else None
+        if not claims_by_set:
+            return
+        for name, claims in claims_by_set.items():
+            route = ns.broker_addrs.get(name, {}).get(MASTER_ID)  # type: ignore[union-attr]
+            if route is None or route not in ns.live or not claims:  # type: ignore[union-attr]
+                continue
+            served = ns.live[route][0]  # type: ignore[union-attr]
+            best = max(claims, key=lambda a: (claims[a], a))
+            if claims[best] > served:
+                self._fail("NS-ROUTE-HIGHEST-EPOCH", f"the nameserver routes {name}'s master to {route} (stateVersion "
+                           f"{served}) while {best} registered as master with stateVersion {claims[best]}",
+                           route=route, claims=dict(claims))
+                return
 
     # ------------------------------------------------------------------------- controller rules
 
@@ -546,8 +573,10 @@ class Checker:
                 gens = (disks[a].generation, disks[bname].generation)
                 la, lb = len(da), len(db)
                 for epoch, start, next_a, next_b in shared:
-                    end_a = la if next_a is None else next_a
-                    end_b = lb if next_b is None else next_b
+                    # an epoch ends where the next one starts, or at the log end if that comes first (a power loss
+                    # or a truncation can leave the epoch file naming a start past the log)
+                    end_a = la if next_a is None else min(next_a, la)
+                    end_b = lb if next_b is None else min(next_b, lb)
                     hi = min(end_a, end_b)
                     ckey = (a, bname, epoch, start)
                     cached = self._pairs.get(ckey)

@@ -123,6 +123,11 @@ SCENARIOS: dict[str, Scenario] = {
                  config=QUIET,
                  story="Master b2 is killed and restarted at once; the producer still routes to it, and its "
                        "store takes the sends before b2 has registered with the controller."),
+        Scenario(B.NS_IGNORES_STATE_VERSION, 1, 45000,
+                 [{"t": 8000, "do": "partition", "id": "p", "links": [["b2", "ctl"], ["ctl", "b2"]]}],
+                 config=QUIET,
+                 story="Master b2 is cut from the controller (not from the nameserver); b1 is elected at mE 2 and "
+                       "registers; b2's periodic registration at mE 1 takes the master route back."),
     ]
 }
 

@@ -12,16 +12,21 @@ Rules (``namesrv/.../routeinfo/RouteInfoManager.java``):
 
 from __future__ import annotations
 
+from .. import bugs as B
 from ..codes import MASTER_ID, RequestCode, ResponseCode
 from ..rng import DetRng
 from ..runtime import Actor, Command, response_to
 
 
 class NameServerNode(Actor):
-    def __init__(self, name: str, rng: DetRng) -> None:
+    def __init__(self, name: str, rng: DetRng, bugs: frozenset[str] = frozenset()) -> None:
         super().__init__(name, rng)
+        self.bugs = bugs
         self.broker_addrs: dict[str, dict[int, str]] = {}  # brokerName -> id -> addr
         self.live: dict[str, tuple[int, str, str]] = {}  # addr -> (stateVersion, haServerAddr, node)
+        # brokerName -> addr -> stateVersion of its latest registration as master (id 0), accepted or not: what
+        # NS-ROUTE-HIGHEST-EPOCH compares the served route with
+        self.master_claims: dict[str, dict[str, int]] = {}
 
     def start(self) -> None:
         pass
@@ -40,11 +45,17 @@ class NameServerNode(Actor):
 
     def _register(self, src: str, h: dict) -> dict:
         name, addr, bid, version = h["brokerName"], h["brokerAddr"], h["brokerId"], h.get("stateVersion", 0)
+        claims = self.master_claims.setdefault(name, {})
+        if bid == MASTER_ID:
+            claims[addr] = version
+        else:
+            claims.pop(addr, None)
         addrs = self.broker_addrs.setdefault(name, {})
         for k in [k for k, v in addrs.items() if v == addr and k != bid]:
             del addrs[k]
         old = addrs.get(bid)
-        if old is not None and old != addr and old in self.live and self.live[old][0] > version:
+        if old is not None and old != addr and old in self.live and self.live[old][0] > version \
+                and B.NS_IGNORES_STATE_VERSION not in self.bugs:
             self.live.pop(addr, None)
             self.observe("ns.reject", brokerName=name, brokerId=bid, addr=addr, version=version,
                          holder=old, holderVersion=self.live[old][0])
@@ -62,6 +73,9 @@ class NameServerNode(Actor):
     def on_channel_closed(self, peer: str) -> None:
         """``onChannelDestroy``: forget every address the dead process registered."""
         gone = [a for a, (_, _, node) in self.live.items() if node == peer]
+        for claims in self.master_claims.values():
+            for addr in [a for a in claims if a.split(":")[0] == peer]:
+                del claims[addr]
         for addr in gone:
             del self.live[addr]
             for addrs in self.broker_addrs.values():

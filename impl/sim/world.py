@@ -152,7 +152,7 @@ class Simulation(WorldView):
         if name == self.controller:
             return ControllerNode(name, cfg.controller, rng, self.ctl_disk, self.bugs)
         if name == self.nameserver:
-            return NameServerNode(name, rng)
+            return NameServerNode(name, rng, self.bugs)
         if name in self.disks:
             idx = self.brokers.index(name)
             prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
