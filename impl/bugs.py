@@ -27,6 +27,7 @@ CONFIRM_MIN_INT32 = "confirm-min-int32"
 RECOVER_IGNORES_ABORT_FILE = "recover-ignores-abort-file"
 UNFENCE_BEFORE_REGISTER = "unfence-before-register"
 NS_IGNORES_STATE_VERSION = "ns-ignores-state-version"
+QUEUE_TABLE_NOT_RECOVERED = "queue-table-not-recovered"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -132,6 +133,12 @@ BUGS: dict[str, Bug] = {
             "synthetic (the nameserver before controller mode: the last registration wins)",
             "The nameserver lets any registration take a broker id, so the periodic registration of a deposed "
             "master that has not heard of the new epoch takes the master route back.", kind="fidelity"),
+        Bug(QUEUE_TABLE_NOT_RECOVERED, "QUEUE-OFFSET-GAPLESS",
+            "AutoSwitchHAService.changeToMaster (recoverTopicQueueTable after the dispatch caught up)",
+            "synthetic (the step that keeps a promoted slave from reusing queue offsets)",
+            "A slave promoted to master keeps the topicQueueTable it recovered at start-up instead of recovering it "
+            "from its consume queues, so it assigns queue offsets its log already holds.",
+            kind="fidelity", needs=(("workload", "queues", 2),)),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "

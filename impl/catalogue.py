@@ -127,6 +127,12 @@ CATALOGUE: list[Invariant] = [
               "A broker's epoch entries have strictly increasing epochs and starts, and each entry but the last ends "
               "where the next starts.",
               "EpochFileCache.appendEntry / initEntries", "ha", reads=("brokers",)),
+    Invariant("QUEUE-OFFSET-GAPLESS",
+              "Per topic queue, the queue offsets the messages of a broker's log carry run 0, 1, 2, ... in log order: "
+              "none reused, none skipped.",
+              "CommitLog.asyncPutMessage (assignOffset / increaseOffset under the topic-queue lock); "
+              "DefaultMessageStore.recoverTopicQueueTable (after recovery, truncation and changeToMaster)", "store",
+              "only with [workload] queues (the default single queue has no offsets of its own)", reads=("brokers",)),
     Invariant("STORE-NO-RESURRECT",
               "Recovery never brings back bytes a broker no longer had: the log a restarted broker recovers ends at "
               "or before where its files ended when its process went.",
@@ -163,6 +169,13 @@ CATALOGUE: list[Invariant] = [
               "AutoSwitchHAService.maybeExpandInSyncStateSet + ReplicasInfoManager.alterSyncStateSet fencing", "sync",
               "as SYNC-NO-ACK-LOSS (this is what makes a clean election safe)",
               on=("client.send-result", "ctl.apply", "store.truncated"), reads=("brokers", "controller")),
+    Invariant("CLI-QUEUE-POSITION-STABLE",
+              "A queue position (queue id, queue offset) a consumer has read is never bound to another message: no "
+              "consumer reads two messages there, and the established master appends no other one there.",
+              "QUEUE-OFFSET-GAPLESS + confirmOffset (consumers read only confirmed messages, which every SSS member "
+              "holds)", "client", "only with [workload] queues; a deposed master that has not heard of the new epoch "
+              "still appends (no lease: BRK-SLAVE-NO-WRITE), unconfirmed, at positions the new master reuses",
+              on=("client.seen", "brk.append")),
     Invariant("SYNC-NO-ACK-LOSS",
               "Every message a producer saw PUT_OK for is in the log of the master the controller has established "
               "(after any failover).",
@@ -227,6 +240,7 @@ class Checker:
         self._shared: dict[tuple[str, str], tuple[tuple, tuple, list]] = {}
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
+        self.queue_seen: dict[tuple[int, int], str] = {}  # (queueId, queueOffset) -> key a consumer read there
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went (STORE-NO-RESURRECT)
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         for kind, fn in [
@@ -235,7 +249,8 @@ class Checker:
             ("ha.slave-append", self._on_slave_append), ("ha.handshake-done", self._on_handshake_done),
             ("brk.put-result", self._on_put_result), ("ha.expand", self._on_expand),
             ("client.seen", self._on_seen), ("client.send-result", self._on_send_result),
-            ("store.dispatch", self._on_dispatch),
+            ("store.dispatch", self._on_dispatch), ("client.seen", self._on_seen_queue),
+            ("brk.append", self._on_append_queue),
             ("store.truncated", self._on_truncated), ("sim.crash", self._on_crash),
             ("ha.truncate", self._on_ha_truncate), ("ctl.append-timeout", self._on_append_timeout),
         ]:
@@ -549,6 +564,11 @@ class Checker:
                                f"{node.store.max_phy_offset}", broker=b)
                     return
                 log = node.store.commitlog
+                if log.queue_anomalies:
+                    pos, qid, qoff, expected = log.queue_anomalies[0]
+                    self._fail("QUEUE-OFFSET-GAPLESS", f"{b} holds at {pos} a message of queue {qid} with queue offset "
+                               f"{qoff} where {expected} was next", broker=b)
+                    return
                 if log.torn:
                     self._fail("STORE-WHOLE-MESSAGES", f"{b} holds bytes at {log.torn[0]} that are not a message, "
                                f"followed by more data (log end {log.max_offset})", broker=b, torn=log.torn[:5])
@@ -708,6 +728,26 @@ class Checker:
         if obs["upto"] > obs["confirm"]:
             self._fail("SYNC-VISIBLE-BOUND", f"{obs['n']} dispatched messages up to {obs['upto']} with confirmOffset "
                        f"{obs['confirm']}", obs=obs)
+
+    def _on_seen_queue(self, obs: dict[str, Any]) -> None:
+        if "queueId" not in obs:
+            return
+        pos = (obs["queueId"], obs["queueOffset"])
+        had = self.queue_seen.setdefault(pos, obs["key"])
+        if had != obs["key"]:
+            self._fail("CLI-QUEUE-POSITION-STABLE", f"a consumer read {obs['key']} at queue {pos[0]} offset {pos[1]}, "
+                       f"where it had read {had}", obs=obs)
+
+    def _on_append_queue(self, obs: dict[str, Any]) -> None:
+        if "queueId" not in obs:
+            return
+        had = self.queue_seen.get((obs["queueId"], obs["queueOffset"]))
+        if had is None or had == obs["key"]:
+            return
+        master = self.reference_master()  # a deposed master that has not heard of the new epoch still writes
+        if master is not None and master.name == obs["n"]:
+            self._fail("CLI-QUEUE-POSITION-STABLE", f"{obs['n']} appended {obs['key']} at queue {obs['queueId']} "
+                       f"offset {obs['queueOffset']}, where a consumer had read {had}", obs=obs)
 
     def _on_seen(self, obs: dict[str, Any]) -> None:
         if obs["key"] not in self.seen:

@@ -128,6 +128,9 @@ class WorkloadConfig:
     send_timeout: int = _sim(3000, "producer sendMsgTimeout")
     route_refresh: int = _sim(30_000, "producer pollNameServerInterval")
     consume_interval: int = _sim(1000, "consumer pull period (0: no consumer)")
+    queues: int = _sim(0, "queues of the topic: messages carry a queue id and a queue offset the master assigns, "
+                       "consumers pull per queue (0: one implicit queue, the consume queue is the dispatch order)",
+                       quiet=True)
 
 
 @dataclass
@@ -220,9 +223,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "unclean": {"store": {"allAckInSyncStateSet": True}, "controller": {"enableElectUncleanMaster": True}},
     "power-loss": {"store": {"allAckInSyncStateSet": True}, "faults": {"lose_unflushed_tail": 0.5}},
     # safe, with every finished fidelity part turned on (docs/fidelity.md), each with its settings and fault
-    # weights: disk and recovery (part 4: clean stops, lost checkpoints, truncated bytes left in the file); HA
-    # writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross it (part 7).
-    FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3},
+    # weights: topics and queues (part 3: 4 queues); disk and recovery (part 4: clean stops, lost checkpoints,
+    # truncated bytes left in the file); HA writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross
+    # it (part 7). Parts 2 and 6 have no settings: they are always on.
+    FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3}, "workload": {"queues": 4},
                "sim": {"base_offset": 2**31 - 65536, "file_residue": True},
                "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5}}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
@@ -323,6 +327,7 @@ def validate(cfg: Config) -> None:
         (8 <= cfg.workload.message_size_min <= cfg.workload.message_size_max <= 1 << 20,
          "[workload] need 8 <= message_size_min <= message_size_max <= 1 MiB"),
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
+        (0 <= cfg.workload.queues <= 64, "[workload] queues must be between 0 and 64"),
         (cfg.faults.mean_interval > 0, "[faults] mean_interval must be positive"),
         (0 < cfg.faults.heal_after_min <= cfg.faults.heal_after_max, "[faults] need 0 < heal_after_min <= max"),
         (0 < cfg.faults.restart_after_min <= cfg.faults.restart_after_max,

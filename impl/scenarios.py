@@ -128,6 +128,14 @@ SCENARIOS: dict[str, Scenario] = {
                  config=QUIET,
                  story="Master b2 is cut from the controller (not from the nameserver); b1 is elected at mE 2 and "
                        "registers; b2's periodic registration at mE 1 takes the master route back."),
+        Scenario(B.QUEUE_TABLE_NOT_RECOVERED, 1, 40000,
+                 [{"t": 8000, "do": "produce", "count": 6}, {"t": 12000, "do": "crash", "node": "b2"},
+                  {"t": 25000, "do": "produce", "count": 1}, {"t": 35000, "do": "produce", "count": 4}],
+                 config=QUIET,
+                 story="Master b2 has put 6 messages into 2 queues and is killed; the slave promoted in its place "
+                       "keeps the empty queue table it started with and gives the next message queue offset 0 "
+                       "again (the first send after the failover goes to the dead master and refreshes the "
+                       "producer's route)."),
     ]
 }
 

@@ -489,3 +489,20 @@ def test_every_invariant_is_demonstrated():
         if inv != "HA-CONTIGUOUS":
             assert fn.__name__ == f"test_{_snake(inv)}_is_caught"
             assert globals()[fn.__name__] is fn  # collected from this module
+
+
+@demonstrates("CLI-QUEUE-POSITION-STABLE")
+def test_cli_queue_position_stable_is_caught():
+    """A real run: 4 queues, a consumer reading them, and a promoted slave that does not recover its queue table
+    (``queue-table-not-recovered``): the new master appends at a queue position the consumer has read. The same
+    seed without the switch is the negative control."""
+    from rmqha.impl import bugs as B
+    from rmqha.impl.config import config_from_dict, default_config
+    from rmqha.impl.sim.runner import run
+
+    cfg = config_from_dict({"workload": {"queues": 4}}, default_config("safe"))
+    r = run(cfg, 1, 20_000, bugs=sorted([*B.FIXES_ALL, B.QUEUE_TABLE_NOT_RECOVERED]), record=False)
+    assert r.violation is not None and r.violation.invariant == "CLI-QUEUE-POSITION-STABLE", r.violation
+    assert "where a consumer had read" in r.violation.message
+    control = run(cfg, 1, r.steps, bugs=sorted(B.FIXES_ALL), record=False)
+    assert control.violation is None

@@ -40,7 +40,7 @@ PULL_BATCH = 32
 class BrokerNode(Actor):
     def __init__(self, name: str, broker_cfg: BrokerConfig, store_cfg: MessageStoreConfig, disk: BrokerDisk,
                  rng: DetRng, controllers: list[str], nameserver: str, bugs: frozenset[str] = frozenset(),
-                 election_priority: int | None = None) -> None:
+                 election_priority: int | None = None, queues: int = 0) -> None:
         super().__init__(name, rng)
         self.broker_cfg = broker_cfg
         self.store_cfg = store_cfg
@@ -51,7 +51,7 @@ class BrokerNode(Actor):
         self.controller_addresses = [f"{c}:9878" for c in controllers]
         self.nameserver = nameserver
         self.election_priority = broker_cfg.broker_election_priority if election_priority is None else election_priority
-        self.store = MessageStore(disk, store_cfg, controller_mode=True, bugs=bugs)
+        self.store = MessageStore(disk, store_cfg, controller_mode=True, bugs=bugs, queues=queues)
         self.ha = AutoSwitchHAService(self, self.store, store_cfg, bugs)
         self.store.on_truncate = self._on_truncate
         self.isolated = True
@@ -174,9 +174,16 @@ class BrokerNode(Actor):
                 need_ack = -1
         else:
             need_ack = 0
-        offset, wrote = store.commitlog.append_message(key, size, self.now)
+        queue: dict[str, int] = {}
+        if store.queues:  # CommitLog.asyncPutMessage: the queue offset is assigned under the topic-queue lock
+            qid = int(cmd.header.get("queueId", 0)) % store.queues
+            queue = {"queueId": qid, "queueOffset": store.topic_queue_table.get(qid, 0)}
+        offset, wrote = store.commitlog.append_message(key, size, self.now, (queue["queueId"], queue["queueOffset"])
+                                                       if queue else None)
+        if queue:  # increaseQueueOffset after the append succeeded
+            store.topic_queue_table[queue["queueId"]] = queue["queueOffset"] + 1
         self.observe("brk.append", key=key, offset=offset, size=wrote, role=store.role.value, fenced=store.fenced,
-                     masterEpoch=self.replicas.master_epoch, lastEpoch=self.ha.epoch_cache.last_epoch())
+                     masterEpoch=self.replicas.master_epoch, lastEpoch=self.ha.epoch_cache.last_epoch(), **queue)
         if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
             store.commitlog.flush()
         self._after_append(True)
@@ -213,6 +220,15 @@ class BrokerNode(Actor):
     def _pull(self, src: str, cmd: Command) -> None:
         start = cmd.header.get("queueOffset", 0)
         confirm = self.store.get_confirm_offset()
+        if self.store.queues:  # PullMessageProcessor -> DefaultMessageStore.getMessage on one consume queue
+            cq = self.store.consume_queues.get(int(cmd.header.get("queueId", 0)), {})
+            got = []
+            while start + len(got) in cq and len(got) < PULL_BATCH:
+                d = cq[start + len(got)]
+                got.append([d.key, d.offset, d.size, d.qoff])
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"confirmOffset": confirm,
+                                                                  "nextQueueOffset": start + len(got)}, got))
+            return
         msgs = [[d.key, d.offset, d.size] for d in self.store.dispatched[start:start + PULL_BATCH]]
         self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"confirmOffset": confirm,
                                                               "nextQueueOffset": start + len(msgs)}, msgs))

@@ -124,6 +124,8 @@ class AutoSwitchHAService(HAView):
         appended = False if keep else self.epoch_cache.append_entry(new_entry, replace_empty=replaced is not None)
         self._observe_epoch_append(new_entry, appended, "changeToMaster", replaced)
         self.host.finish_dispatch()  # while (dispatchBehindBytes() > 0) sleep(100)
+        if B.QUEUE_TABLE_NOT_RECOVERED not in self.bugs:
+            self.store.recover_topic_queue_table()  # the queue offsets go on from the consume queues' ends
         return True
 
     def change_to_slave(self, new_master_addr: str | None, new_master_epoch: int, slave_id: int) -> bool:

@@ -61,9 +61,10 @@ class ProducerNode(Actor):
             self._kick_refresh()
             return
         self.in_flight += 1
-        resp = yield Call(target, Command(RequestCode.SEND_MESSAGE, 0, {"key": key, "bodySize": body,
-                                                                        "brokerName": self.broker_name}),
-                          self.cfg.send_timeout)
+        header: dict[str, Any] = {"key": key, "bodySize": body, "brokerName": self.broker_name}
+        if self.cfg.queues:  # selectOneMessageQueue: round robin over the topic's queues
+            header["queueId"] = int(key.rsplit("-", 1)[1]) % self.cfg.queues
+        resp = yield Call(target, Command(RequestCode.SEND_MESSAGE, 0, header), self.cfg.send_timeout)
         self.in_flight -= 1
         if resp is None:
             self.observe("client.send-result", key=key, status="TIMEOUT", target=target)
@@ -101,6 +102,8 @@ class ConsumerNode(Actor):
         self.nameserver = nameserver
         self.queue_offset = 0
         self.master: str | None = None
+        self.queue_offsets: dict[int, int] = {}  # [workload] queues: next offset per queue
+        self.next_queue = 0
 
     def start(self) -> None:
         if self.cfg.consume_interval > 0:
@@ -119,6 +122,9 @@ class ConsumerNode(Actor):
         if target is None:
             yield from self._route()
             return
+        if self.cfg.queues:
+            yield from self._pull_queue(target)
+            return
         resp = yield Call(target, Command(RequestCode.PULL_MESSAGE, 0, {"queueOffset": self.queue_offset}), 3000)
         if resp is None:
             yield from self._route()
@@ -129,6 +135,24 @@ class ConsumerNode(Actor):
         for key, offset, size in resp.body or []:
             self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm)
         self.queue_offset = resp.header.get("nextQueueOffset", self.queue_offset)
+
+    def _pull_queue(self, target: str) -> Generator:
+        """``DefaultMQPushConsumer`` over several queues: one pull per tick, the queues in turn, each from its own
+        next offset (``PullAPIWrapper``: nextBeginOffset)."""
+        qid = self.next_queue
+        self.next_queue = (qid + 1) % self.cfg.queues
+        start = self.queue_offsets.get(qid, 0)
+        resp = yield Call(target, Command(RequestCode.PULL_MESSAGE, 0, {"queueId": qid, "queueOffset": start}), 3000)
+        if resp is None:
+            yield from self._route()
+            return
+        if resp.code != ResponseCode.SUCCESS:
+            return
+        confirm = resp.header.get("confirmOffset", -1)
+        for key, offset, size, qoff in resp.body or []:
+            self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm,
+                         queueId=qid, queueOffset=qoff)
+        self.queue_offsets[qid] = resp.header.get("nextQueueOffset", start)
 
 
 class AdminNode(Actor):

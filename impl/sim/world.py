@@ -162,7 +162,7 @@ class Simulation(WorldView):
                 return LegacyBrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, self.nameserver,
                                         master=(idx == 0), master_name=self.brokers[0])
             return BrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, [self.controller], self.nameserver,
-                              self.bugs, prio)
+                              self.bugs, prio, queues=cfg.workload.queues)
         if name == "p1":
             return ProducerNode(name, cfg.workload, cfg.broker.broker_name, self.nameserver, rng)
         if name == "c1":

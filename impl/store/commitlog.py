@@ -29,7 +29,7 @@ from ..codes import BrokerRole
 from ..config import MessageStoreConfig
 from .disk import BrokerDisk
 from .epoch_cache import EpochFileCache
-from .message import Record, body_for, check, encode
+from .message import Record, body_for, check, encode, queue_body, queue_of
 from .offsets import base_of
 
 PAGE = 4096
@@ -38,8 +38,13 @@ PAGE = 4096
 class CommitLog:
     """The byte log with an index of the whole messages it holds (for reads and for the checkers)."""
 
-    def __init__(self, disk: BrokerDisk) -> None:
+    def __init__(self, disk: BrokerDisk, track_queues: bool = False) -> None:
         self.disk = disk
+        # [workload] queues: per queue, the last queue offset in log order, and every place where the next message
+        # of a queue did not carry the next offset (QUEUE-OFFSET-GAPLESS): (offset, queueId, queueOffset, expected)
+        self.track_queues = track_queues
+        self.queue_last: dict[int, int] = {}
+        self.queue_anomalies: list[tuple[int, int, int, int]] = []
         self.records: list[Record] = []
         self.ends: list[int] = []  # end offset of each record, for bisection
         self.keys: dict[str, list[int]] = {}  # key -> offsets of its whole copies (a resent message repeats)
@@ -71,6 +76,8 @@ class CommitLog:
             if size > 0:
                 self.records.append(Record(pos, size, key))  # type: ignore[arg-type]
                 self.ends.append(pos + size)
+                if self.track_queues:
+                    self._note_queue(buf, pos)
                 self.keys.setdefault(key, []).append(pos)  # type: ignore[arg-type]
                 pos += size
                 continue
@@ -84,10 +91,29 @@ class CommitLog:
             pos = nxt
         self.parsed_upto = pos
 
-    def append_message(self, key: str, body_size: int, born: int) -> tuple[int, int]:
-        """Master put: returns (wroteOffset, wroteBytes)."""
+    def _note_queue(self, buf: bytearray, pos: int) -> None:
+        q = queue_of(buf, pos)
+        if q is None:
+            return
+        qid, qoff = q
+        expected = self.queue_last.get(qid, -1) + 1
+        if qoff != expected:
+            self.queue_anomalies.append((pos, qid, qoff, expected))
+        self.queue_last[qid] = max(qoff, self.queue_last.get(qid, -1))
+
+    def _reindex_queues(self) -> None:
+        self.queue_last = {}
+        self.queue_anomalies = []
+        buf = self.disk.commitlog
+        for rec in self.records:
+            self._note_queue(buf, rec.offset)
+
+    def append_message(self, key: str, body_size: int, born: int,
+                       queue: tuple[int, int] | None = None) -> tuple[int, int]:
+        """Master put: returns (wroteOffset, wroteBytes). ``queue``: (queueId, queueOffset) to carry."""
         offset = len(self.disk.commitlog)
-        raw = encode(key, body_for(key, body_size), offset, born)
+        body = body_for(key, body_size) if queue is None else queue_body(key, body_size, *queue)
+        raw = encode(key, body, offset, born)
         self.disk.commitlog += raw
         self.version += 1
         self._index()
@@ -119,6 +145,8 @@ class CommitLog:
             self.parsed_upto = min(self.parsed_upto, self.torn[-1])
         self.version += 1
         self.truncations += 1
+        if self.track_queues:
+            self._reindex_queues()
         self._index()
 
     def whole_end(self) -> int:
@@ -162,17 +190,23 @@ class Dispatched:
     offset: int
     size: int
     key: str
+    queue: int = -1  # [workload] queues: the topic queue and queue offset the message carries
+    qoff: int = -1
 
 
 class MessageStore:
     """``DefaultMessageStore`` + the role-dependent half of ``CommitLog``."""
 
     def __init__(self, disk: BrokerDisk, cfg: MessageStoreConfig, controller_mode: bool = True,
-                 bugs: frozenset[str] = frozenset()) -> None:
+                 bugs: frozenset[str] = frozenset(), queues: int = 0) -> None:
         self.disk = disk
         self.cfg = cfg
+        self.queues = queues
+        # ConsumeQueue per queue id: queue offset -> the message there; the topicQueueTable (next offset per queue)
+        self.consume_queues: dict[int, dict[int, Dispatched]] = {}
+        self.topic_queue_table: dict[int, int] = {}
         self.controller_mode = controller_mode
-        self.commitlog = CommitLog(disk)
+        self.commitlog = CommitLog(disk, track_queues=queues > 0)
         self.epoch_cache = EpochFileCache(disk.write_epoch_file)
         if disk.epoch_file:
             self.epoch_cache.init_cache_from_file(disk.epoch_file)
@@ -204,13 +238,14 @@ class MessageStore:
             log.append_data(tail)
         process = last_confirm_valid = log.min_offset
         self.dispatched = []
+        self.consume_queues = {}
         for rec in log.records:
             if log.torn and rec.offset > log.torn[0]:
                 break
             process = rec.offset + rec.size
             if not self.controller_mode or (normally and not self.fix_normal) \
                     or rec.offset + rec.size <= self.confirm_offset:
-                self.dispatched.append(Dispatched(rec.offset, rec.size, rec.key))
+                self._dispatch(rec.offset, rec.size, rec.key)
                 last_confirm_valid = rec.offset + rec.size
         if self.controller_mode:
             if self.confirm_offset < log.min_offset:
@@ -224,6 +259,26 @@ class MessageStore:
         log.truncate(process)
         self.disk.flushed = min(self.disk.flushed, process)
         self.reput_from_offset = self.get_confirm_offset_directly() if self.controller_mode else process
+        self.recover_topic_queue_table()
+
+    # ---- consume queues ([workload] queues)
+    def _dispatch(self, offset: int, size: int, key: str) -> None:
+        """``CommitLogDispatcherBuildConsumeQueue``: the message goes to the consume queue it names, at the queue
+        offset it carries (``ConsumeQueue.putMessagePositionInfo``: an offset already built is skipped, "Build
+        consume queue repeatedly")."""
+        if not self.queues:
+            self.dispatched.append(Dispatched(offset, size, key))
+            return
+        q = queue_of(self.commitlog.data, offset)
+        d = Dispatched(offset, size, key, *(q if q is not None else (-1, -1)))
+        self.dispatched.append(d)
+        if q is not None:
+            self.consume_queues.setdefault(q[0], {}).setdefault(q[1], d)
+
+    def recover_topic_queue_table(self) -> None:
+        """``DefaultMessageStore.recoverTopicQueueTable``: each queue's next offset is its consume queue's max + 1."""
+        if self.queues:
+            self.topic_queue_table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
 
     # ---- offsets
     @property
@@ -279,7 +334,7 @@ class MessageStore:
             if size > 0:
                 if self.reput_from_offset + size > end:
                     break
-                self.dispatched.append(Dispatched(self.reput_from_offset, size, key))  # type: ignore[arg-type]
+                self._dispatch(self.reput_from_offset, size, key)  # type: ignore[arg-type]
                 self.reput_from_offset += size
                 n += 1
                 continue
@@ -297,11 +352,15 @@ class MessageStore:
             return
         old_reput = self.reput_from_offset
         while self.dispatched and self.dispatched[-1].offset + self.dispatched[-1].size > offset:
-            self.dispatched.pop()
+            d = self.dispatched.pop()
+            cq = self.consume_queues.get(d.queue)
+            if cq is not None and cq.get(d.qoff) is d:  # truncateDirtyLogicFiles
+                del cq[d.qoff]
         self.commitlog.truncate(offset)
         if self.confirm_offset > offset:
             self._set_confirm(offset)
         self.reput_from_offset = min(old_reput, offset)
+        self.recover_topic_queue_table()
         if self.on_truncate is not None:
             self.on_truncate(offset)
 

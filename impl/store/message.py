@@ -37,6 +37,25 @@ def body_for(key: str, size: int) -> bytes:
     return (seed * reps)[:size]
 
 
+def queue_body(key: str, size: int, queue_id: int, queue_offset: int) -> bytes:
+    """A body that carries its topic queue and queue offset in front (``[workload] queues``): RocketMQ keeps
+    QUEUEID and QUEUEOFFSET in the message's own fields; the kit's layout has none, so they lead the body."""
+    tag = f"q{queue_id}.{queue_offset}|".encode()
+    return tag + body_for(key, max(0, size - len(tag)))
+
+
+def queue_of(buf: bytes | bytearray | memoryview, offset: int) -> tuple[int, int] | None:
+    """The (queueId, queueOffset) a whole message at ``offset`` carries, or None (a message without a tag)."""
+    raw = offset - base_of(buf)
+    klen = _HEAD.unpack_from(buf, raw)[5]
+    b0 = raw + HEADER_SIZE + klen + _BODYLEN.size
+    head = bytes(memoryview(buf)[b0:b0 + 24])
+    if not head.startswith(b"q") or b"|" not in head:
+        return None
+    qid, _, qoff = head[1:head.index(b"|")].partition(b".")
+    return int(qid), int(qoff)
+
+
 def encode(key: str, body: bytes, physical_offset: int, born: int) -> bytes:
     kb = key.encode()
     total = HEADER_SIZE + len(kb) + _BODYLEN.size + len(body)
