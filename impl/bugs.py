@@ -28,6 +28,7 @@ RECOVER_IGNORES_ABORT_FILE = "recover-ignores-abort-file"
 UNFENCE_BEFORE_REGISTER = "unfence-before-register"
 NS_IGNORES_STATE_VERSION = "ns-ignores-state-version"
 QUEUE_TABLE_NOT_RECOVERED = "queue-table-not-recovered"
+OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -138,6 +139,15 @@ BUGS: dict[str, Bug] = {
             "synthetic (the step that keeps a promoted slave from reusing queue offsets)",
             "A slave promoted to master keeps the topicQueueTable it recovered at start-up instead of recovering it "
             "from its consume queues, so it assigns queue offsets its log already holds.",
+            kind="fidelity", needs=(("workload", "queues", 2),)),
+        Bug(OFFSET_NOT_FOUND_FROM_LAST, "CLI-NO-SKIP",
+            "ConsumerManageProcessor.queryConsumerOffset + RebalancePushImpl.computePullFromWhere "
+            "(CONSUME_FROM_LAST_OFFSET)",
+            "RocketMQ's own answer once a queue's first message is no longer in memory (the kit's logs always are): "
+            "QUERY_NOT_FOUND, and the client starts from the queue's max offset",
+            "A broker that holds no offset for a group answers QUERY_NOT_FOUND and the consumer starts at the "
+            "queue's end: after a failover that came before the slave synced the group's offsets "
+            "(SlaveSynchronize, every 10 s), a restarted consumer skips what was written meanwhile.",
             kind="fidelity", needs=(("workload", "queues", 2),)),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",

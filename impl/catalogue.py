@@ -176,6 +176,13 @@ CATALOGUE: list[Invariant] = [
               "holds)", "client", "only with [workload] queues; a deposed master that has not heard of the new epoch "
               "still appends (no lease: BRK-SLAVE-NO-WRITE), unconfirmed, at positions the new master reuses",
               on=("client.seen", "brk.append")),
+    Invariant("CLI-NO-SKIP",
+              "A consumer group skips no message of a queue: when it reads at a queue offset, it has read every offset "
+              "below it (reading one again is allowed).",
+              "RemoteBrokerOffsetStore (commits what was consumed) + ConsumerOffsetManager + SlaveSynchronize "
+              "(a slave's offsets lag the master's: a failover re-delivers, it does not skip) + "
+              "ConsumerManageProcessor.queryConsumerOffset", "client", "only with [workload] queues",
+              on=("client.seen",)),
     Invariant("SYNC-NO-ACK-LOSS",
               "Every message a producer saw PUT_OK for is in the log of the master the controller has established "
               "(after any failover).",
@@ -241,6 +248,7 @@ class Checker:
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
         self.queue_seen: dict[tuple[int, int], str] = {}  # (queueId, queueOffset) -> key a consumer read there
+        self.queue_contig: dict[int, int] = {}  # queueId -> the first offset the group has not read
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went (STORE-NO-RESURRECT)
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         for kind, fn in [
@@ -733,6 +741,14 @@ class Checker:
         if "queueId" not in obs:
             return
         pos = (obs["queueId"], obs["queueOffset"])
+        contig = self.queue_contig.get(pos[0], 0)
+        if pos[1] > contig:
+            self._fail("CLI-NO-SKIP", f"the consumer read queue {pos[0]} at offset {pos[1]} but never read offset "
+                       f"{contig}", obs=obs)
+        elif pos[1] == contig:
+            while (pos[0], contig) in self.queue_seen or contig == pos[1]:
+                contig += 1
+            self.queue_contig[pos[0]] = contig
         had = self.queue_seen.setdefault(pos, obs["key"])
         if had != obs["key"]:
             self._fail("CLI-QUEUE-POSITION-STABLE", f"a consumer read {obs['key']} at queue {pos[0]} offset {pos[1]}, "

@@ -31,6 +31,11 @@ class RequestCode(IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     # consumer pull (RequestCode.PULL_MESSAGE)
     PULL_MESSAGE = 11
+    # consumer offsets (ConsumerManageProcessor) and the slave's sync of them (SlaveSynchronize)
+    QUERY_CONSUMER_OFFSET = 14
+    GET_MAX_OFFSET = 30
+    UPDATE_CONSUMER_OFFSET = 15
+    GET_ALL_CONSUMER_OFFSET = 43
 
 
 class ResponseCode(IntEnum):
@@ -44,6 +49,7 @@ class ResponseCode(IntEnum):
     FLUSH_SLAVE_TIMEOUT = 12
     SERVICE_NOT_AVAILABLE = 14
     NO_PERMISSION = 16
+    QUERY_NOT_FOUND = 22
     CONTROLLER_FENCED_MASTER_EPOCH = 2000
     CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001
     CONTROLLER_INVALID_MASTER = 2002

@@ -225,10 +225,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # safe, with every finished fidelity part turned on (docs/fidelity.md), each with its settings and fault
     # weights: topics and queues (part 3: 4 queues); disk and recovery (part 4: clean stops, lost checkpoints,
     # truncated bytes left in the file); HA writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross
-    # it (part 7). Parts 2 and 6 have no settings: they are always on.
+    # it (part 7); consumer restarts (part 2: consumer offsets need the queues). Part 6 has no settings.
     FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3}, "workload": {"queues": 4},
                "sim": {"base_offset": 2**31 - 65536, "file_residue": True},
-               "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5}}},
+               "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7}}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},

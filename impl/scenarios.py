@@ -132,10 +132,21 @@ SCENARIOS: dict[str, Scenario] = {
                  [{"t": 8000, "do": "produce", "count": 6}, {"t": 12000, "do": "crash", "node": "b2"},
                   {"t": 25000, "do": "produce", "count": 1}, {"t": 35000, "do": "produce", "count": 4}],
                  config=QUIET,
+                 fixes=B.FIXES_ALL,
                  story="Master b2 has put 6 messages into 2 queues and is killed; the slave promoted in its place "
                        "keeps the empty queue table it started with and gives the next message queue offset 0 "
                        "again (the first send after the failover goes to the dead master and refreshes the "
                        "producer's route)."),
+        Scenario(B.OFFSET_NOT_FOUND_FROM_LAST, 1, 40000,
+                 [{"t": 2000, "do": "produce", "count": 4}, {"t": 12000, "do": "crash", "node": "b2"},
+                  {"t": 12500, "do": "crash", "node": "c1"}, {"t": 16000, "do": "produce", "count": 1},
+                  {"t": 21000, "do": "produce", "count": 4}, {"t": 24000, "do": "restart", "node": "c1"},
+                  {"t": 30000, "do": "produce", "count": 2}],
+                 config={"workload": {"produce_interval": 0, "consume_interval": 500}},
+                 fixes=B.FIXES_ALL,
+                 story="The consumer commits its offsets to master b2 after the slaves' last SlaveSynchronize; b2 "
+                       "dies, the consumer restarts, and the new master, which holds no offset for the group, "
+                       "starts it at the queues' end: the messages written in between are skipped."),
     ]
 }
 

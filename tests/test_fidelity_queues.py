@@ -23,8 +23,9 @@ QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0, "queues": 3}
 
 
 def _sim(schedule: list[dict[str, Any]], max_time: int, **workload: Any) -> Simulation:
+    """A scripted run with every finding's fix on, so that only this part's rules are in play."""
     cfg = config_from_dict({"workload": {**QUIET["workload"], **workload}}, default_config("safe"))
-    sim = Simulation(cfg, 1, schedule=schedule, max_time=max_time)
+    sim = Simulation(cfg, 1, schedule=schedule, max_time=max_time, bugs=frozenset(B.FIXES_ALL))
     assert sim.run() is None, sim.violation and sim.violation.to_dict()
     return sim
 
@@ -104,7 +105,7 @@ def test_a_failover_continues_the_queue_offsets():
     cfg = config_from_dict({"workload": {**QUIET["workload"], "consume_interval": 300}}, default_config("safe"))
     schedule = [{"t": 8000, "do": "produce", "count": 6}, {"t": 12_000, "do": "crash", "node": "b2"},
                 {"t": 25_000, "do": "produce", "count": 1}, {"t": 35_000, "do": "produce", "count": 6}]
-    sim = Simulation(cfg, 1, schedule=schedule, max_time=45_000, recorder=rec)
+    sim = Simulation(cfg, 1, schedule=schedule, max_time=45_000, recorder=rec, bugs=frozenset(B.FIXES_ALL))
     assert sim.run() is None
     master = sim.believed_master()
     assert master not in (None, "b2")

@@ -58,6 +58,7 @@ class BrokerNode(Actor):
         self.configured_broker_id = -1  # BrokerConfig.brokerId as seen by the nameserver
         self.data_version = 0  # TopicConfigManager data version's stateVersion
         self.replicas = ReplicasManager(self)
+        self.consumer_offsets: dict[str, int] = dict(disk.consumer_offsets)  # ConsumerOffsetManager.load
         self._reput_scheduled = False
         self._reput_stalled_until = -1
         self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
@@ -80,6 +81,8 @@ class BrokerNode(Actor):
         Periodic(self, "registerNameServer", 10_000, max(10_000, min(self.broker_cfg.register_name_server_period,
                                                                      60_000)), self._periodic_register)
         Periodic(self, "sendHeartbeat", 1000, self.broker_cfg.broker_heartbeat_interval, self._periodic_heartbeat)
+        if self.store.queues:
+            Periodic(self, "persistConsumerOffset", 5000, 5000, self._persist_consumer_offsets)
         self._last_thorough = self.now
         self._flush_timer: int | None = None
         self._flush_at = -1
@@ -151,6 +154,18 @@ class BrokerNode(Actor):
             self._put(src, cmd)
         elif code == RequestCode.PULL_MESSAGE:
             self._pull(src, cmd)
+        elif code == RequestCode.UPDATE_CONSUMER_OFFSET:  # ConsumerManageProcessor -> ConsumerOffsetManager
+            h = cmd.header
+            self.consumer_offsets[f"{h['group']}@{h['queueId']}"] = int(h["commitOffset"])
+            if not cmd.oneway:
+                self.send(src, response_to(cmd, ResponseCode.SUCCESS))
+        elif code == RequestCode.QUERY_CONSUMER_OFFSET:
+            self._query_consumer_offset(src, cmd)
+        elif code == RequestCode.GET_MAX_OFFSET:  # AdminBrokerProcessor.getMaxOffset: getMaxOffsetInQueue
+            cq = self.store.consume_queues.get(int(cmd.header["queueId"]), {})
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"offset": max(cq) + 1 if cq else 0}))
+        elif code == RequestCode.GET_ALL_CONSUMER_OFFSET:  # what a slave's SlaveSynchronize.syncConsumerOffset reads
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {}, dict(self.consumer_offsets)))
         elif code == RequestCode.NOTIFY_BROKER_ROLE_CHANGED:
             h, body = cmd.header, cmd.body or {}
             self.spawn("notifyBrokerRoleChanged", self.replicas.change_broker_role(
@@ -216,6 +231,25 @@ class BrokerNode(Actor):
         self.observe("brk.put-result", key=cmd.header["key"], status=status.value,
                      masterEpoch=self.replicas.master_epoch, **extra)
         self.send(src, response_to(cmd, code, header))
+
+    def _query_consumer_offset(self, src: str, cmd: Command) -> None:
+        """``ConsumerManageProcessor.queryConsumerOffset``: the committed offset; none committed and the queue still
+        starts at 0 with its first message in memory (always, in the kit): 0; else QUERY_NOT_FOUND."""
+        h = cmd.header
+        offset = self.consumer_offsets.get(f"{h['group']}@{h['queueId']}")
+        if offset is None and B.OFFSET_NOT_FOUND_FROM_LAST not in self.bugs:
+            cq = self.store.consume_queues.get(int(h["queueId"]), {})
+            offset = 0 if not cq or min(cq) == 0 else None
+        if offset is None:
+            self.send(src, response_to(cmd, ResponseCode.QUERY_NOT_FOUND))
+        else:
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"offset": offset}))
+
+    def _persist_consumer_offsets(self) -> Generator:
+        """``ConsumerOffsetManager.persist`` every flushConsumerOffsetInterval (5 s): consumerOffset.json."""
+        self.disk.consumer_offsets = dict(self.consumer_offsets)
+        return
+        yield  # pragma: no cover
 
     def _pull(self, src: str, cmd: Command) -> None:
         start = cmd.header.get("queueOffset", 0)

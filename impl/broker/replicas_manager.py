@@ -75,6 +75,8 @@ class ReplicasManager:
         self.check_sss_task: Periodic | None = None
         self.sync_metadata_started = False
         self.ha_listener_executor = Executor(node, "AutoSwitchHAService_Executor")
+        self.slave_sync_task: Periodic | None = None
+        self.last_slave_sync = -(10**9)
 
     # --------------------------------------------------------------------------------- helpers
 
@@ -298,6 +300,7 @@ class ReplicasManager:
         self.master_address = node.address
         self.master_broker_id = self.broker_controller_id
         self._scheduling_check_sync_state_set()
+        self._handle_slave_synchronize(False)
         node.data_version = new_master_epoch
         node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=False,
                      haAccepted=ok)
@@ -324,6 +327,7 @@ class ReplicasManager:
             return
         self._stop_check_sync_state_set()
         node.store.role = BrokerRole.SLAVE
+        self._handle_slave_synchronize(True)
         if self.broker_controller_id is None:
             # QUIRK-ROLE-NO-ID: a notification that reaches a restarted broker before startBasicService has
             # loaded its id. ``brokerConfig.setBrokerId(brokerControllerId)`` unboxes a null Long
@@ -384,6 +388,28 @@ class ReplicasManager:
         elif new_epoch == self.master_epoch and self.is_master_state():
             self.change_sync_state_set(set(body.get("syncStateSet", [])), body.get("syncStateSetEpoch", 0))
         yield Release(self.monitor)
+
+    def _handle_slave_synchronize(self, slave: bool) -> None:
+        """``ReplicasManager.handleSlaveSynchronize``: a slave runs ``SlaveSynchronize.syncAll`` (here its consumer
+        offsets) when 10 s have passed since the last sync, checked every 3 s; a master stops it. With topic
+        queues only (``[workload] queues``): the single implicit queue has no consumer offsets."""
+        if not self.node.store.queues:
+            return
+        if self.slave_sync_task is not None:
+            self.slave_sync_task.cancel()
+            self.slave_sync_task = None
+        if slave:
+            self.slave_sync_task = Periodic(self.node, "slaveSynchronize", 3000, 3000, self._slave_sync)
+
+    def _slave_sync(self) -> Generator:
+        node = self.node
+        if node.now - self.last_slave_sync <= 10_000 or not self.master_address:
+            return
+        resp = yield Call(self.master_address.split(":")[0], Command(RequestCode.GET_ALL_CONSUMER_OFFSET, 0, {}),
+                          self.cfg.rpc_timeout)
+        if resp is not None and resp.code == ResponseCode.SUCCESS:
+            node.consumer_offsets.update(resp.body or {})  # syncConsumerOffset: getOffsetTable().putAll(...)
+            self.last_slave_sync = node.now
 
     def _scheduling_check_sync_state_set(self) -> None:
         self._stop_check_sync_state_set()

@@ -94,6 +94,9 @@ class ProducerNode(Actor):
             self.master = addr.split(":")[0] if addr else None
 
 
+GROUP = "c1-group"  # the consumer group of c1
+
+
 class ConsumerNode(Actor):
     def __init__(self, name: str, cfg: WorkloadConfig, broker_name: str, nameserver: str, rng: DetRng) -> None:
         super().__init__(name, rng)
@@ -109,6 +112,8 @@ class ConsumerNode(Actor):
         if self.cfg.consume_interval > 0:
             Periodic(self, "pull", self.cfg.consume_interval, self.cfg.consume_interval, self._pull)
             Periodic(self, "route", 10, self.cfg.route_refresh, self._route)
+            if self.cfg.queues:  # MQClientInstance.persistAllConsumerOffset every persistConsumerOffsetInterval
+                Periodic(self, "persistConsumerOffset", 5000, 5000, self._commit_offsets)
 
     def _route(self) -> Generator:
         resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
@@ -141,7 +146,12 @@ class ConsumerNode(Actor):
         next offset (``PullAPIWrapper``: nextBeginOffset)."""
         qid = self.next_queue
         self.next_queue = (qid + 1) % self.cfg.queues
-        start = self.queue_offsets.get(qid, 0)
+        if qid not in self.queue_offsets:  # RebalancePushImpl.computePullFromWhere: ask the broker first
+            found = yield from self._query_offset(target, qid)
+            if found is None:
+                return
+            self.queue_offsets[qid] = found
+        start = self.queue_offsets[qid]
         resp = yield Call(target, Command(RequestCode.PULL_MESSAGE, 0, {"queueId": qid, "queueOffset": start}), 3000)
         if resp is None:
             yield from self._route()
@@ -153,6 +163,27 @@ class ConsumerNode(Actor):
             self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm,
                          queueId=qid, queueOffset=qoff)
         self.queue_offsets[qid] = resp.header.get("nextQueueOffset", start)
+
+    def _query_offset(self, target: str, qid: int) -> Generator[Any, Any, int | None]:
+        """The group's committed offset (QUERY_CONSUMER_OFFSET); QUERY_NOT_FOUND under CONSUME_FROM_LAST_OFFSET:
+        the queue's max offset (GET_MAX_OFFSET). None: no answer, try at the next pull."""
+        header = {"group": GROUP, "queueId": qid}
+        resp = yield Call(target, Command(RequestCode.QUERY_CONSUMER_OFFSET, 0, header), 3000)
+        if resp is not None and resp.code == ResponseCode.SUCCESS:
+            return int(resp.header["offset"])
+        if resp is None or resp.code != ResponseCode.QUERY_NOT_FOUND:
+            return None
+        resp = yield Call(target, Command(RequestCode.GET_MAX_OFFSET, 0, {"queueId": qid}), 3000)
+        return int(resp.header["offset"]) if resp is not None and resp.code == ResponseCode.SUCCESS else None
+
+    def _commit_offsets(self) -> Generator:
+        """RemoteBrokerOffsetStore.persistAll: each queue's offset to the master (updateConsumeOffsetToBroker)."""
+        if self.master is not None:
+            for qid, offset in sorted(self.queue_offsets.items()):
+                self.send(self.master, Command(RequestCode.UPDATE_CONSUMER_OFFSET, 0,
+                                               {"group": GROUP, "queueId": qid, "commitOffset": offset}, oneway=True))
+        return
+        yield  # pragma: no cover
 
 
 class AdminNode(Actor):

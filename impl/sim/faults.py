@@ -37,6 +37,7 @@ FAULT_KINDS: dict[str, str] = {
     "stop-broker": "stop a random broker cleanly (flush, checkpoint, no abort file: recoverNormally), restart later",
     "lose-epoch-file": "kill -9 a random broker, delete its epochFileCheckpoint before the restart",
     "lose-checkpoint": "kill -9 a random broker, delete its checkpoint file (confirmPhyOffset) before the restart",
+    "restart-consumer": "kill the consumer process and start it again later (it asks the master for its offsets)",
     "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
     "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",
     "admin-elect": "mqadmin electMaster, designating a random broker or none",
@@ -157,6 +158,12 @@ class FaultGenerator:
             file = "epoch" if kind == "lose-epoch-file" else "checkpoint"
             return [{"t": now, "do": "crash", "node": target, "powerLoss": False},
                     {"t": now, "do": "lose-file", "node": target, "file": file}, restart]
+        if kind == "restart-consumer":
+            if not world.is_up("c1") or "c1" in self.busy:
+                return []
+            self.busy.add("c1")
+            return [{"t": now, "do": "crash", "node": "c1", "powerLoss": False},
+                    {"t": self._restart_at(now), "do": "restart", "node": "c1", "release": ["c1"]}]
         if kind == "crash-controller":
             if not world.is_up(ctl) or ctl in self.busy:
                 return []
