@@ -29,6 +29,7 @@ UNFENCE_BEFORE_REGISTER = "unfence-before-register"
 NS_IGNORES_STATE_VERSION = "ns-ignores-state-version"
 QUEUE_TABLE_NOT_RECOVERED = "queue-table-not-recovered"
 OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
+TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -149,6 +150,11 @@ BUGS: dict[str, Bug] = {
             "queue's end: after a failover that came before the slave synced the group's offsets "
             "(SlaveSynchronize, every 10 s), a restarted consumer skips what was written meanwhile.",
             kind="fidelity", needs=(("workload", "queues", 2),)),
+        Bug(TWO_LEADERS_ONE_TERM, "CTL-ONE-LEADER-PER-TERM",
+            "DLedgerLeaderElector.handleVote (one vote per term: the ledger's voteFor)",
+            "synthetic (a vote request granted whoever the node already voted for in that term)",
+            "A controller node grants every up-to-date candidate of a term its vote, so two candidates of one term "
+            "can both reach a majority and lead.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -74,6 +75,23 @@ CATALOGUE: list[Invariant] = [
     Invariant("CTL-ID-UNIQUE", "No two brokers of a set hold the same controller id.",
               "ReplicasInfoManager.applyBrokerId (check-code CAS); ReplicasManager.register", "controller",
               "a partial clean followed by a re-apply can rebuild a set", reads=("brokers",)),
+    Invariant("CTL-ONE-LEADER-PER-TERM",
+              "A replicated controller group has at most one leader per term.",
+              "DLedgerLeaderElector (one vote per term, a majority to lead)", "controller",
+              "only with [cluster] controllers > 1", on=("ctl.elected",)),
+    Invariant("CTL-APPLY-PREFIX",
+              "Every controller node applies the same entries in the same order: what a node applies at an index is "
+              "what every other node applied there.",
+              "DLedgerEntryPusher (a follower drops a conflicting suffix, never a committed entry) + "
+              "StateMachineCaller (applies committed entries in order)", "controller",
+              "only with [cluster] controllers > 1", on=("ctl.apply",)),
+    Invariant("CTL-READ-COMMITTED",
+              "A controller node computes every reply on a state that includes every entry it knows committed: its "
+              "apply position has reached its commit position when it validates a request.",
+              "DLedgerController.EventScheduler (validates on the state machine) + StateMachineCaller (applies "
+              "committed entries, possibly late)", "controller",
+              "only with [cluster] controllers > 1; the DLedger flavour validates on the applied state, which may lag "
+              "the commit position (F-DLEDGER-STALE-VALIDATION's family)", on=("ctl.validate",)),
     # -------------------------------------------------------------------------------------- broker
     Invariant("BRK-EPOCH-MONO",
               "Within a broker process, its masterEpoch and syncStateSetEpoch never decrease, and its role changes "
@@ -247,6 +265,8 @@ class Checker:
         self._shared: dict[tuple[str, str], tuple[tuple, tuple, list]] = {}
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
+        self.term_leaders: dict[int, str] = {}  # a replicated controller group: term -> its leader
+        self.applied_log: dict[int, tuple[tuple[int, str], str]] = {}  # index -> ((term, event), first node)
         self.queue_seen: dict[tuple[int, int], str] = {}  # (queueId, queueOffset) -> key a consumer read there
         self.queue_contig: dict[int, int] = {}  # queueId -> the first offset the group has not read
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went (STORE-NO-RESURRECT)
@@ -261,6 +281,7 @@ class Checker:
             ("brk.append", self._on_append_queue),
             ("store.truncated", self._on_truncated), ("sim.crash", self._on_crash),
             ("ha.truncate", self._on_ha_truncate), ("ctl.append-timeout", self._on_append_timeout),
+            ("ctl.elected", self._on_ctl_elected), ("ctl.validate", self._on_ctl_validate),
         ]:
             self._handlers.setdefault(kind, []).append(fn)
 
@@ -278,7 +299,7 @@ class Checker:
         touched = world.touched
         if world.acted:
             self._full_recheck = True
-        ran_ctl = world.controller in touched or self._full_recheck
+        ran_ctl = self._full_recheck or any(c in touched for c in world.controllers)
         ran_brokers = self._brokers_changed(touched)
         if ran_ctl:
             self._check_controller_state()
@@ -312,7 +333,26 @@ class Checker:
 
     # ------------------------------------------------------------------------- controller rules
 
+    def _on_ctl_validate(self, obs: dict[str, Any]) -> None:
+        if obs["applied"] < obs["commit"]:
+            self._fail("CTL-READ-COMMITTED", f"{obs['n']} validated {obs['op']} on a state with {obs['applied']} "
+                       f"entries applied of {obs['commit']} committed", obs=obs)
+
+    def _on_ctl_elected(self, obs: dict[str, Any]) -> None:
+        had = self.term_leaders.setdefault(obs["term"], obs["n"])
+        if had != obs["n"]:
+            self._fail("CTL-ONE-LEADER-PER-TERM", f"{obs['n']} and {had} both lead term {obs['term']}", obs=obs)
+
     def _on_ctl_apply(self, obs: dict[str, Any]) -> None:
+        if "node" in obs:  # a replicated group: every node applies every entry; the first apply is checked below
+            key = (obs["term"], json.dumps(obs["event"], sort_keys=True))
+            had = self.applied_log.setdefault(obs["index"], (key, obs["node"]))
+            if had[0] != key:
+                self._fail("CTL-APPLY-PREFIX", f"{obs['node']} applied at index {obs['index']} an entry (term "
+                           f"{key[0]}) other than the one {had[1]} applied there (term {had[0][0]})", obs=obs)
+                return
+            if had[1] != obs["node"]:
+                return
         ev, ctx, before, after = obs["event"], obs["ctx"], obs["before"], obs["after"]
         name = ev.get("brokerName", "")
         kind = ev["type"]

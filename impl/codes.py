@@ -31,6 +31,11 @@ class RequestCode(IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     # consumer pull (RequestCode.PULL_MESSAGE)
     PULL_MESSAGE = 11
+    # the controller group's own protocol (DLedgerRpcService: vote and push), oneway both ways here
+    RAFT_VOTE = 60001
+    RAFT_VOTE_REPLY = 60002
+    RAFT_APPEND = 60003
+    RAFT_APPEND_REPLY = 60004
     # consumer offsets (ConsumerManageProcessor) and the slave's sync of them (SlaveSynchronize)
     QUERY_CONSUMER_OFFSET = 14
     GET_MAX_OFFSET = 30

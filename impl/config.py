@@ -101,6 +101,8 @@ class ClusterConfig:
     brokers: int = _sim(3, "replicas in the broker set")
     mode: str = _sim("controller", "'controller' (5.x AutoSwitchHA) or 'legacy' (4.x master/slave)")
     election_priorities: list[int] = _sim(list, "per broker brokerElectionPriority (empty: default)")  # noqa: RUF009
+    controllers: int = _sim(1, "controller nodes: 1 (one node stands for the group) or 3 (a replicated DLedger "
+                                "group: leader election, per-node commit and apply)", quiet=True)
 
 
 @dataclass
@@ -223,12 +225,16 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "unclean": {"store": {"allAckInSyncStateSet": True}, "controller": {"enableElectUncleanMaster": True}},
     "power-loss": {"store": {"allAckInSyncStateSet": True}, "faults": {"lose_unflushed_tail": 0.5}},
     # safe, with every finished fidelity part turned on (docs/fidelity.md), each with its settings and fault
-    # weights: topics and queues (part 3: 4 queues); disk and recovery (part 4: clean stops, lost checkpoints,
+    # weights: a 3-node controller group (part 1: leader crashes and cuts, slow applies); topics and queues
+    # (part 3: 4 queues); disk and recovery (part 4: clean stops, lost checkpoints,
     # truncated bytes left in the file); HA writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross
     # it (part 7); consumer restarts (part 2: consumer offsets need the queues). Part 6 has no settings.
-    FIDELITY: {"store": {"allAckInSyncStateSet": True}, "network": {"ha_fragment": 0.3}, "workload": {"queues": 4},
+    FIDELITY: {"cluster": {"controllers": 3}, "store": {"allAckInSyncStateSet": True},
+               "network": {"ha_fragment": 0.3}, "workload": {"queues": 4},
                "sim": {"base_offset": 2**31 - 65536, "file_residue": True},
-               "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7}}},
+               "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
+                                      "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
+                                      "slow-apply": 0.5}}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},
@@ -328,6 +334,7 @@ def validate(cfg: Config) -> None:
          "[workload] need 8 <= message_size_min <= message_size_max <= 1 MiB"),
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
         (0 <= cfg.workload.queues <= 64, "[workload] queues must be between 0 and 64"),
+        (cfg.cluster.controllers in (1, 3, 5), "[cluster] controllers must be 1, 3 or 5"),
         (cfg.faults.mean_interval > 0, "[faults] mean_interval must be positive"),
         (0 < cfg.faults.heal_after_min <= cfg.faults.heal_after_max, "[faults] need 0 < heal_after_min <= max"),
         (0 < cfg.faults.restart_after_min <= cfg.faults.restart_after_max,

@@ -140,9 +140,10 @@ def mix_config(base: Config, mix: Mix) -> Config:
 class _Ghost(WorldView):
     """What the generator may ask, answered from the actions drawn so far and a master hint."""
 
-    def __init__(self, brokers: int, master_at: Any) -> None:
+    def __init__(self, brokers: int, master_at: Any, controllers: int = 1) -> None:
         self.brokers = [f"b{i + 1}" for i in range(brokers)]
-        self.controller = "ctl"
+        self.controllers = ["ctl"] if controllers == 1 else [f"ctl{i + 1}" for i in range(controllers)]
+        self.controller = self.controllers[0]
         self.down: set[str] = set()
         self.paused: set[str] = set()
         self.now = 0
@@ -160,6 +161,10 @@ class _Ghost(WorldView):
 
     def broker_id(self, node: str) -> int | None:
         return self.brokers.index(node) + 1 if node in self.brokers else None
+
+    def controller_leader(self) -> str | None:
+        """Unknown ahead of the run: the first controller node that is up stands in for it."""
+        return next((c for c in self.controllers if c not in self.down), None)
 
     def apply(self, a: Action) -> None:
         do, node = a["do"], a.get("node")
@@ -179,7 +184,7 @@ def ghost_schedule(cfg: Config, rng: DetRng, start: int, end: int, master_at: An
     ``master_at(t)`` names the broker believed master at ``t`` (or None); partition ids get ``tag`` so they never
     collide with the ids of a schedule they are spliced into."""
     gen = FaultGenerator(cfg.faults, rng)
-    ghost = _Ghost(cfg.cluster.brokers, master_at)
+    ghost = _Ghost(cfg.cluster.brokers, master_at, cfg.cluster.controllers)
     out: list[Action] = []
     pending: list[tuple[int, int, Action]] = []
     seq = 0

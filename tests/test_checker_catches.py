@@ -506,3 +506,51 @@ def test_cli_queue_position_stable_is_caught():
     assert "where a consumer had read" in r.violation.message
     control = run(cfg, 1, r.steps, bugs=sorted(B.FIXES_ALL), record=False)
     assert control.violation is None
+
+
+def _controller_group(until: int = 12_000, **extra: Any) -> Simulation:
+    """A 3-node controller group (``[cluster] controllers = 3``) stepped to ``until``, every fix on."""
+    from rmqha.impl import bugs as B
+    from rmqha.impl.config import config_from_dict
+
+    cfg = config_from_dict({"cluster": {"controllers": 3}, **extra}, default_config("safe"))
+    sim = Simulation(cfg, 1, max_steps=10**9, max_time=until, checker_factory=RecordingChecker,
+                     bugs=frozenset(B.FIXES_ALL))
+    assert sim.run() is None
+    return sim
+
+
+@demonstrates("CTL-APPLY-PREFIX")
+def test_ctl_apply_prefix_is_caught():
+    """Synthetic observation on a real group. Every node applies every committed entry; the checker keeps what the
+    first node applied at each index. A genuine apply of the same entry by another node is the control; the same
+    index applied with another event (a node whose log diverged under a committed entry) is caught."""
+    sim = _controller_group()
+    real = sim.checker.last("ctl.apply")
+    other = next(c for c in sim.controllers if c != real["node"])
+    feed(sim, dict(copy.deepcopy(real), node=other, n=other))
+    clean(sim)
+    forged = copy.deepcopy(real)
+    forged["node"] = forged["n"] = other
+    forged["event"]["syncStateSetEpoch"] = forged["event"].get("syncStateSetEpoch", 0) + 7
+    forged["event"]["forged"] = True
+    feed(sim, forged)
+    caught(sim, "CTL-APPLY-PREFIX")
+
+
+@demonstrates("CTL-READ-COMMITTED")
+def test_ctl_read_committed_is_caught():
+    """A real run (seed 24, a 3-node group under leader crashes, leader cuts and slow applies): without
+    ``fix-validate-after-commit`` the leader validates a request while an entry it knows committed is not applied
+    yet (the DLedger flavour validates on the applied state). With the fix the same run is clean."""
+    from rmqha.impl import bugs as B
+    from rmqha.impl.config import config_from_dict
+    from rmqha.impl.sim.runner import run
+
+    weights = {"crash-controller-leader": 1.0, "isolate-controller-leader": 1.0, "slow-apply": 1.5}
+    cfg = config_from_dict({"cluster": {"controllers": 3}, "faults": {"weights": weights}}, default_config("safe"))
+    without = sorted(set(B.FIXES_ALL) - {B.FIX_VALIDATE_AFTER_COMMIT})
+    r = run(cfg, 24, 20_000, bugs=without, record=False)
+    assert r.violation is not None and r.violation.invariant == "CTL-READ-COMMITTED", r.violation
+    fixed = run(cfg, 24, r.steps, bugs=sorted(B.FIXES_ALL), record=False)
+    assert fixed.violation is None

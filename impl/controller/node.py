@@ -16,8 +16,11 @@ Rules (digest §a.4, §b.0, §b.4, §b.9, §d):
   inactive broker is the master. ``triggerElectMaster`` makes up to ``electMasterMaxRetryCount`` controller
   -triggered attempts (each may append a not-elected event: QUIRK, mE can rise by 3).
 
-The single node here stands for the whole Raft group (issue: the 3-node group is future work); the
-``slow_commit`` fault stretches commit latency the way a lagging quorum does.
+With ``[cluster] controllers = 1`` the single node stands for the whole Raft group, and the ``slow_commit`` fault
+stretches commit latency the way a lagging quorum does. With 3 (or 5) the nodes form a replicated group
+(``impl/controller/raft.py``): each has its own log, commit and apply positions and heartbeat table (DLedger
+flavour: the leader validates on its own applied state), a node serves once it is elected and its empty entry
+has applied, and it stops serving when a higher term deposes it.
 """
 
 from __future__ import annotations
@@ -33,8 +36,11 @@ from ..rng import DetRng
 from ..runtime import Actor, Await, Command, Executor, Future, Periodic, response_to
 from .elect_policy import ElectionFailed, ElectPolicy
 from .heartbeat import BrokerHeartbeatManager
+from .raft import LEADER, RaftState, Replication
 from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager
 
+_RAFT = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
+         RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply"}
 WAIT_TIMEOUT_OUT = 5000  # ControllerRequestProcessor.WAIT_TIMEOUT_OUT (s -> ms)
 TRIGGER_WAIT = 3000  # ControllerManager.triggerElectMaster: future.get(3, SECONDS)
 
@@ -49,6 +55,7 @@ class LogEntry:
     ready_at: int
     committed: bool = False
     future: Future = field(default_factory=Future)
+    term: int = 0  # the replicated group's term (``[cluster] controllers > 1``)
 
 
 @dataclass
@@ -56,13 +63,15 @@ class ControllerDisk:
     """What survives a controller crash: the replicated log (DLedger keeps no snapshots)."""
 
     entries: list[LogEntry] = field(default_factory=list)
+    raft: RaftState = field(default_factory=RaftState)  # term and vote of a replicated group's node
 
 
 class ControllerNode(Actor):
     """One controller process."""
 
     def __init__(self, name: str, cfg: ControllerConfig, rng: DetRng, disk: ControllerDisk,
-                 bugs: frozenset[str] = frozenset(), address: str | None = None) -> None:
+                 bugs: frozenset[str] = frozenset(), address: str | None = None,
+                 peers: list[str] | None = None) -> None:
         super().__init__(name, rng)
         self.cfg = cfg
         self.bugs = bugs
@@ -77,6 +86,9 @@ class ControllerNode(Actor):
         self.scheduler = Executor(self, "EventScheduler")
         self.scan_inactive_master: Periodic | None = None
         self.elect_policy = self._policy()
+        # a node of a replicated group ([cluster] controllers > 1); None: this node stands for the whole group
+        self.repl = Replication(self, peers, self._on_raft_leader, self._on_raft_follower) \
+            if peers and len(peers) > 1 else None
 
     # ------------------------------------------------------------------------------- lifecycle
 
@@ -90,6 +102,9 @@ class ControllerNode(Actor):
         self.observe("ctl.replay", entries=replayed, state=self.rim.snapshot())
         Periodic(self, "scanNotActiveBroker", 2000, self.cfg.scan_not_active_broker_interval,
                  self._scan_not_active_broker)
+        if self.repl is not None:  # a follower until an election says otherwise; uncommitted entries wait for one
+            self.repl.start()
+            return
         # uncommitted entries left by the previous incarnation commit in order on the new leader
         for entry in self.disk.entries:
             if not entry.committed:
@@ -99,13 +114,21 @@ class ControllerNode(Actor):
 
     def _become_leader(self) -> Generator:
         # RoleChangeHandler.handle(LEADER): an empty entry must commit before serving
+        term = self.repl.state.term if self.repl is not None else None
         while True:
+            if self.repl is not None and (self.repl.role != LEADER or self.repl.state.term != term):
+                return  # deposed before it could serve
             entry = self._append([None], {"op": "leader-noop"})[-1]
             ok = yield Await(entry.future, self.cfg.append_wait_timeout)
             if ok:
                 break
+        if self.repl is not None and (self.repl.role != LEADER or self.repl.state.term != term):
+            return
         self.leader = True
-        self.observe("ctl.leader", node=self.name)
+        if self.repl is not None:
+            self.observe("ctl.leader", node=self.name, term=term)
+        else:
+            self.observe("ctl.leader", node=self.name)
         interval = self.cfg.scan_inactive_master_interval
         self.scan_inactive_master = Periodic(self, "scanInactiveMaster", interval, interval,
                                              self._scan_inactive_master_and_trigger_reelect)
@@ -120,7 +143,34 @@ class ControllerNode(Actor):
 
     # ------------------------------------------------------------------------------------- log
 
+    def _on_raft_leader(self) -> None:
+        self.spawn("RoleChangeHandler", self._become_leader())
+
+    def _on_raft_follower(self) -> None:
+        """RoleChangeHandler.handle(FOLLOWER): stop serving and scanning."""
+        self.leader = False
+        if self.scan_inactive_master is not None:
+            self.scan_inactive_master.cancel()
+            self.scan_inactive_master = None
+        self.observe("ctl.follower", node=self.name)
+
+    def apply_committed(self, entry: LogEntry) -> None:
+        """A committed entry of the replicated log, applied in order on this node."""
+        self._apply(entry)
+        entry.future.complete(True)
+
     def _append(self, events: list[EventMessage | None], ctx: dict[str, Any]) -> list[LogEntry]:
+        if self.repl is not None:
+            extra = self.extra_commit_latency if self.now < self.extra_commit_until else 0
+            out = []
+            for ev in events:
+                entry = LogEntry(len(self.disk.entries), ev, ctx, self.now + extra)
+                if self.repl.role == LEADER:
+                    self.repl.append(entry)
+                else:  # DLedger refuses an append on a node that is no longer leader
+                    entry.future.cancel()
+                out.append(entry)
+            return out
         latency = self.cfg.commit_latency_ms
         if self.now < self.extra_commit_until:
             latency += self.extra_commit_latency
@@ -152,8 +202,9 @@ class ControllerNode(Actor):
             return
         before = self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None)
         self.rim.apply_event(entry.event)
+        extra = {"node": self.name, "term": entry.term} if self.repl is not None else {}
         self.observe("ctl.apply", index=entry.index, event=entry.event.to_dict(), ctx=entry.ctx, before=before,
-                     after=self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None))
+                     after=self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None), **extra)
 
     def inject_slow_commit(self, extra_ms: int, duration_ms: int) -> None:
         """Fault: appends made in the next ``duration_ms`` take ``extra_ms`` longer to commit."""
@@ -172,8 +223,14 @@ class ControllerNode(Actor):
     def _run_event(self, name: str, supplier: Callable[[], ControllerResult], is_write: bool,
                    ctx: dict[str, Any], fut: Future) -> Generator:
         if B.FIX_VALIDATE_AFTER_COMMIT in self.bugs:
-            while self.disk.entries and not self.disk.entries[-1].committed:
-                yield Await(self.disk.entries[-1].future, self.cfg.append_wait_timeout)
+            while self.disk.entries and (not self.disk.entries[-1].committed
+                                         or (self.repl is not None and self.applied < self.repl.commit)):
+                ok = yield Await(self.disk.entries[-1].future, self.cfg.append_wait_timeout)
+                if not ok and self.repl is not None and self.repl.role != LEADER:
+                    break  # deposed: the request fails below (appendEvent on a non-leader)
+        if self.repl is not None:  # what the state it validates on lacks (CTL-READ-COMMITTED)
+            self.observe("ctl.validate", op=name, applied=self.applied, commit=self.repl.commit,
+                         term=self.repl.state.term)
         try:
             result = supplier()
         except ElectionFailed as exc:  # handler.handleException: the future fails
@@ -198,8 +255,18 @@ class ControllerNode(Actor):
 
     def on_request(self, src: str, cmd: Command) -> None:
         code = cmd.code
+        if self.repl is not None and code in _RAFT:
+            handler_name = _RAFT[code]
+            getattr(self.repl, handler_name)(cmd.header["from"], cmd.header["term"], cmd.body or {})
+            return
         if code == RequestCode.BROKER_HEARTBEAT:
             self._handle_heartbeat(src, cmd)
+            return
+        if code == RequestCode.CONTROLLER_GET_METADATA_INFO and self.repl is not None:
+            leader = self.repl.leader_id  # DLedger's member state: a follower knows its leader
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {
+                "group": "controller", "controllerLeaderId": leader,
+                "controllerLeaderAddress": f"{leader}:9878" if leader else None, "isLeader": self.leader}))
             return
         if code == RequestCode.CONTROLLER_GET_METADATA_INFO:
             self.send(src, response_to(cmd, ResponseCode.SUCCESS, {

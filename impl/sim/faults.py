@@ -37,6 +37,9 @@ FAULT_KINDS: dict[str, str] = {
     "stop-broker": "stop a random broker cleanly (flush, checkpoint, no abort file: recoverNormally), restart later",
     "lose-epoch-file": "kill -9 a random broker, delete its epochFileCheckpoint before the restart",
     "lose-checkpoint": "kill -9 a random broker, delete its checkpoint file (confirmPhyOffset) before the restart",
+    "crash-controller-leader": "kill -9 the leading controller node (3-node group), restart later",
+    "isolate-controller-leader": "cut the leading controller node from every other node (3-node group), heal later",
+    "slow-apply": "for a while, one controller node applies committed entries late (3-node group)",
     "restart-consumer": "kill the consumer process and start it again later (it asks the master for its offsets)",
     "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
     "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",
@@ -51,7 +54,7 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 
 PRIMITIVES = ("crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
-              "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file")
+              "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply")
 
 Action = dict[str, Any]
 
@@ -73,6 +76,11 @@ class WorldView:
 
     def broker_id(self, node: str) -> int | None:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def controller_leader(self) -> str | None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    controllers: list[str]
 
 
 class FaultGenerator:
@@ -129,6 +137,7 @@ class FaultGenerator:
     def _make(self, kind: str, now: int, world: WorldView) -> list[Action]:
         free = self._free_brokers(world)
         ctl = world.controller
+        ctls = list(getattr(world, "controllers", [ctl]))  # a replicated group: every controller node
         rng = self.rng
         if kind in ("crash-broker", "crash-master", "pause-broker"):
             if self._down(world) >= self.cfg.max_down:
@@ -158,6 +167,25 @@ class FaultGenerator:
             file = "epoch" if kind == "lose-epoch-file" else "checkpoint"
             return [{"t": now, "do": "crash", "node": target, "powerLoss": False},
                     {"t": now, "do": "lose-file", "node": target, "file": file}, restart]
+        if kind in ("crash-controller-leader", "isolate-controller-leader"):
+            leader = world.controller_leader()
+            if leader is None or len(world.controllers) == 1 or leader in self.busy:
+                return []
+            self.busy.add(leader)
+            if kind == "crash-controller-leader":
+                return [{"t": now, "do": "crash", "node": leader, "powerLoss": False},
+                        {"t": self._restart_at(now), "do": "restart", "node": leader, "release": [leader]}]
+            others = [n for n in [*world.controllers, *world.brokers] if n != leader]
+            links = [[leader, o] for o in others] + [[o, leader] for o in others]
+            pid = self._pid()
+            return [{"t": now, "do": "partition", "id": pid, "links": links},
+                    {"t": self._heal_at(now), "do": "heal", "id": pid, "release": [leader]}]
+        if kind == "slow-apply":
+            up = [c for c in world.controllers if world.is_up(c)]
+            if len(world.controllers) == 1 or not up:
+                return []
+            return [{"t": now, "do": "slow-apply", "node": rng.choice(up), "extra": rng.between(2000, 8000),
+                     "duration": rng.between(1000, 8000)}]
         if kind == "restart-consumer":
             if not world.is_up("c1") or "c1" in self.busy:
                 return []
@@ -165,6 +193,8 @@ class FaultGenerator:
             return [{"t": now, "do": "crash", "node": "c1", "powerLoss": False},
                     {"t": self._restart_at(now), "do": "restart", "node": "c1", "release": ["c1"]}]
         if kind == "crash-controller":
+            if len(ctls) > 1:
+                ctl = rng.choice(ctls)
             if not world.is_up(ctl) or ctl in self.busy:
                 return []
             self.busy.add(ctl)
@@ -174,19 +204,19 @@ class FaultGenerator:
             target = world.believed_master() if kind == "isolate-master" else (rng.choice(free) if free else None)
             if target is None or target not in free:
                 return []
-            others = [n for n in [ctl, *world.brokers] if n != target]
+            others = [n for n in [*ctls, *world.brokers] if n != target]
             links = [[target, o] for o in others] + [[o, target] for o in others]
             return self._partition(now, links, [target])
         if kind == "partition-controller":
             if not free:
                 return []
             b = rng.choice(free)
-            return self._partition(now, [[b, ctl], [ctl, b]], [b])
+            return self._partition(now, [link for c in ctls for link in ([b, c], [c, b])], [b])
         if kind == "partition-oneway":
             if not free:
                 return []
             b = rng.choice(free)
-            other = rng.choice([n for n in [ctl, *world.brokers] if n != b])
+            other = rng.choice([n for n in [*ctls, *world.brokers] if n != b])
             link = [b, other] if rng.chance(0.5) else [other, b]
             return self._partition(now, [link], [b])
         if kind == "partition-brokers":
@@ -196,7 +226,7 @@ class FaultGenerator:
             b = rng.choice([x for x in free if x != a])
             return self._partition(now, [[a, b], [b, a]], [a, b])
         if kind == "partition-halves":
-            nodes = [ctl, *world.brokers]
+            nodes = [*ctls, *world.brokers]
             if any(n in self.busy for n in nodes):
                 return []
             side = [n for n in nodes if rng.chance(0.5)]

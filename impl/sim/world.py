@@ -100,15 +100,18 @@ class Simulation(WorldView):
         self._seq = 0
         self._act_seq = -(1 << 62)  # explicit actions sort before every other event of the same time
         self._heap: list[tuple] = []
-        self.controller = "ctl"
+        n_ctl = cfg.cluster.controllers
+        self.controllers = ["ctl"] if n_ctl == 1 else [f"ctl{i + 1}" for i in range(n_ctl)]
+        self.controller = self.controllers[0]  # the one node of a single-controller run
         self.nameserver = "ns"
         self.brokers = [f"b{i + 1}" for i in range(cfg.cluster.brokers)]
         self.clients = ["p1", "c1", "admin"]
-        self.all_nodes = [self.nameserver, self.controller, *self.brokers, *self.clients]
+        self.all_nodes = [self.nameserver, *self.controllers, *self.brokers, *self.clients]
         self.disks = {b: BrokerDisk.fresh(cfg.sim.base_offset) for b in self.brokers}
         for disk in self.disks.values():
             disk.keep_residue = cfg.sim.file_residue and B.FIX_TRUNCATE_CLEARS_FILE not in bugs
-        self.ctl_disk = ControllerDisk()
+        self.ctl_disks = {c: ControllerDisk() for c in self.controllers}
+        self.ctl_disk = self.ctl_disks[self.controller]
         self.nodes: dict[str, Actor | None] = {}
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
@@ -149,8 +152,9 @@ class Simulation(WorldView):
     def _make(self, name: str) -> Actor:
         cfg = self.cfg
         rng = self._node_rng(name)
-        if name == self.controller:
-            return ControllerNode(name, cfg.controller, rng, self.ctl_disk, self.bugs)
+        if name in self.ctl_disks:
+            return ControllerNode(name, cfg.controller, rng, self.ctl_disks[name], self.bugs,
+                                  peers=self.controllers if len(self.controllers) > 1 else None)
         if name == self.nameserver:
             return NameServerNode(name, rng, self.bugs)
         if name in self.disks:
@@ -161,7 +165,7 @@ class Simulation(WorldView):
 
                 return LegacyBrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, self.nameserver,
                                         master=(idx == 0), master_name=self.brokers[0])
-            return BrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, [self.controller], self.nameserver,
+            return BrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, self.controllers, self.nameserver,
                               self.bugs, prio, queues=cfg.workload.queues)
         if name == "p1":
             return ProducerNode(name, cfg.workload, cfg.broker.broker_name, self.nameserver, rng)
@@ -182,7 +186,7 @@ class Simulation(WorldView):
     def _boot(self) -> None:
         self._step_event = {"ev": "boot"}
         for name in self.all_nodes:
-            if self.cfg.cluster.mode == "legacy" and name in (self.controller,):
+            if self.cfg.cluster.mode == "legacy" and name in self.ctl_disks:
                 continue
             self._start(name)
         self._finish_step()
@@ -200,8 +204,35 @@ class Simulation(WorldView):
         return node if self.up.get(name) else None  # type: ignore[return-value]
 
     def controller_node(self) -> ControllerNode | None:
-        node = self.nodes.get(self.controller)
-        return node if self.up.get(self.controller) else None  # type: ignore[return-value]
+        """The controller: the one node, or the serving leader of a replicated group (the highest term's)."""
+        if len(self.controllers) == 1:
+            node = self.nodes.get(self.controller)
+            return node if self.up.get(self.controller) else None  # type: ignore[return-value]
+        return self._serving_leader()
+
+    def _serving_leader(self) -> ControllerNode | None:
+        """The node that serves at the group's current term (the highest of the up nodes): a leader of an older
+        term has been deposed, whether it knows yet or not."""
+        up = [self.nodes[c] for c in self.controllers if self.up.get(c) and self.nodes.get(c) is not None]
+        if not up:
+            return None
+        term = max(n.repl.state.term for n in up)  # type: ignore[union-attr]
+        for node in up:
+            if node.leader and node.repl.state.term == term:  # type: ignore[union-attr]
+                return node  # type: ignore[return-value]
+        return None
+
+    def controller_leader(self) -> str | None:
+        """The controller node that leads (or would: a replicated group's elected leader), if any."""
+        if len(self.controllers) == 1:
+            return self.controller if self.up.get(self.controller) else None
+        best, term = None, -1
+        for c in self.controllers:
+            node = self.nodes.get(c)
+            repl = getattr(node, "repl", None)
+            if self.up.get(c) and repl is not None and repl.role == "leader" and repl.state.term > term:
+                best, term = c, repl.state.term
+        return best
 
     def believed_master(self) -> str | None:
         best, best_epoch = None, -1
@@ -590,8 +621,13 @@ class Simulation(WorldView):
             if ctl is not None and self.controller not in self.paused:
                 ctl.now = self.now
                 ctl.inject_slow_commit(int(a["extra"]), int(a["duration"]))
+        elif do == "slow-apply":
+            node = self.nodes.get(a["node"])
+            if self.up.get(a["node"]) and getattr(node, "repl", None) is not None:
+                node.repl.slow_apply(int(a["extra"]), int(a["duration"]))  # type: ignore[union-attr]
         elif do == "admin-elect":
             admin = self.nodes["admin"]
+            admin.controller = self.controller_leader() or self.controller  # type: ignore[union-attr]
             bid = a.get("brokerId")
             admin.now = self.now  # type: ignore[union-attr]
             admin.call(RequestCode.CONTROLLER_ELECT_MASTER, {  # type: ignore[union-attr]
@@ -600,6 +636,7 @@ class Simulation(WorldView):
             self._drain(admin)  # type: ignore[arg-type]
         elif do == "clean":
             admin = self.nodes["admin"]
+            admin.controller = self.controller_leader() or self.controller  # type: ignore[union-attr]
             admin.now = self.now  # type: ignore[union-attr]
             admin.call(RequestCode.CLEAN_BROKER_DATA, {  # type: ignore[union-attr]
                 "clusterName": self.cfg.broker.cluster_name, "brokerName": self.cfg.broker.broker_name,
@@ -628,7 +665,7 @@ class Simulation(WorldView):
         for s in self.streams.values():
             if name in (s.a, s.b):
                 self._close_side(s.conn, name)
-        for peer in (self.controller, self.nameserver):
+        for peer in (*self.controllers, self.nameserver):
             if peer != name and self.up.get(peer) and not self.is_blocked(name, peer):
                 self._push(self.now + self._delay(), CHAN, peer, self.inc[peer], name)
 
