@@ -31,6 +31,8 @@ class RequestCode(IntEnum):
     GET_ROUTEINFO_BY_TOPIC = 105
     # consumer pull (RequestCode.PULL_MESSAGE)
     PULL_MESSAGE = 11
+    # RemotingClient.isAddressReachable opens a connection; the kit probes with a request any controller answers
+    CHECK_REACHABLE = 60000
     # the controller group's own protocol (DLedgerRpcService: vote and push), oneway both ways here
     RAFT_VOTE = 60001
     RAFT_VOTE_REPLY = 60002

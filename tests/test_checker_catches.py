@@ -540,7 +540,7 @@ def test_ctl_apply_prefix_is_caught():
 
 @demonstrates("CTL-READ-COMMITTED")
 def test_ctl_read_committed_is_caught():
-    """A real run (seed 24, a 3-node group under leader crashes, leader cuts and slow applies): without
+    """A real run (seed 23, a 3-node group under leader crashes, leader cuts and slow applies): without
     ``fix-validate-after-commit`` the leader validates a request while an entry it knows committed is not applied
     yet (the DLedger flavour validates on the applied state). With the fix the same run is clean."""
     from rmqha.impl import bugs as B
@@ -550,7 +550,7 @@ def test_ctl_read_committed_is_caught():
     weights = {"crash-controller-leader": 1.0, "isolate-controller-leader": 1.0, "slow-apply": 1.5}
     cfg = config_from_dict({"cluster": {"controllers": 3}, "faults": {"weights": weights}}, default_config("safe"))
     without = sorted(set(B.FIXES_ALL) - {B.FIX_VALIDATE_AFTER_COMMIT})
-    r = run(cfg, 24, 20_000, bugs=without, record=False)
+    r = run(cfg, 23, 20_000, bugs=without, record=False)
     assert r.violation is not None and r.violation.invariant == "CTL-READ-COMMITTED", r.violation
-    fixed = run(cfg, 24, r.steps, bugs=sorted(B.FIXES_ALL), record=False)
+    fixed = run(cfg, 23, r.steps, bugs=sorted(B.FIXES_ALL), record=False)
     assert fixed.violation is None

@@ -94,3 +94,25 @@ def test_fenced_while_the_controller_is_unreachable_then_retried():
     sim.max_time = 20_000
     assert sim.run() is None
     assert node.replicas.state.value == "RUNNING" and not node.store.fenced
+
+
+def test_the_controller_address_scan_keeps_the_reachable_ones():
+    """ReplicasManager.start scans the controller addresses once and then every 3 s
+    (scanAvailableControllerAddresses: checkAddressReachable adds an address, an unreachable one is removed), and
+    updateControllerMetadata asks only the available ones for the leader. With one controller down, the brokers
+    start against the other two; once it is back, the next scans add it again."""
+    cfg = config_from_dict({**QUIET, "cluster": {"controllers": 3}}, default_config("safe"))
+    down = {"do": "partition", "id": "p", "links": [[b, "ctl3"] for b in ("b1", "b2", "b3")]
+            + [["ctl3", b] for b in ("b1", "b2", "b3")]}
+    sim = Simulation(cfg, 1, schedule=[{"t": 0, **down}, {"t": 10_000, "do": "heal", "id": "p"}], max_time=9_000)
+    assert sim.run() is None
+    for b in sim.brokers:
+        node = sim.broker(b)
+        assert node is not None and node.replicas.state.value == "RUNNING"
+        assert node.replicas.available_controller_addresses == ["ctl1:9878", "ctl2:9878"]
+    sim.max_time = 14_500
+    assert sim.run() is None
+    for b in sim.brokers:
+        node = sim.broker(b)
+        assert node is not None
+        assert node.replicas.available_controller_addresses == ["ctl1:9878", "ctl2:9878", "ctl3:9878"]

@@ -71,9 +71,8 @@ class BrokerNode(Actor):
 
     def start(self) -> None:
         """``BrokerController.start`` in controller mode."""
-        if self.store.recovered_normally and self.store.dispatched:  # recoverNormally's dispatch, seen by checkers
-            last = self.store.dispatched[-1]
-            self.observe("store.dispatch", upto=last.offset + last.size, confirm=self.store.confirm_offset,
+        if self.store.recovered_past_confirm:  # recoverNormally's dispatch past confirmOffset, seen by checkers
+            self.observe("store.dispatch", upto=self.store.recovered_past_confirm, confirm=self.store.confirm_offset,
                          reputEnd=self.store.max_phy_offset, recovery="normal")
         self.replicas.set_fenced(True)
         if B.UNFENCE_BEFORE_REGISTER in self.bugs:  # the deviation: the store takes writes before RUNNING

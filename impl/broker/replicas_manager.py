@@ -71,6 +71,9 @@ class ReplicasManager:
         self.sync_state_set: set[int] = set()
         self.sync_state_set_epoch = 0
         self.controller_addresses = list(node.controller_addresses)
+        # scanAvailableControllerAddresses: the addresses that accepted a connection at the last scan (with one
+        # controller address the kit skips the scan: every request goes to it)
+        self.available_controller_addresses: list[str] = []
         self.controller_leader_address = ""
         self.check_sss_task: Periodic | None = None
         self.sync_metadata_started = False
@@ -93,7 +96,31 @@ class ReplicasManager:
 
     def start(self) -> None:
         self.state = State.INITIAL
+        if len(self.controller_addresses) > 1:  # start(): scan once now, then every 3 s
+            self._scan_available_controller_addresses()
+            Periodic(self.node, "scanAvailableControllerAddresses", 3000, 3000, self._scan_job)
         self.node.spawn("ReplicasManager.start", self._start())
+
+    def _scan_job(self) -> Generator:
+        self._scan_available_controller_addresses()
+        return
+        yield  # pragma: no cover
+
+    def _scan_available_controller_addresses(self) -> None:
+        """``scanAvailableControllerAddresses``: each address is checked on the scan executor; a reachable one is
+        added, an unreachable one removed."""
+        for address in self.controller_addresses:
+            self.node.spawn("scanAvailableControllerAddresses", self._check_reachable(address))
+
+    def _check_reachable(self, address: str) -> Generator:
+        resp = yield Call(address.split(":")[0], Command(RequestCode.CHECK_REACHABLE, 0, {}), 3000)
+        available = self.available_controller_addresses
+        if resp is not None and address not in available:
+            available.append(address)
+            available.sort(key=self.controller_addresses.index)
+        elif resp is None and address in available:
+            available.remove(address)
+            self.node.observe("brk.controller-unreachable", address=address)
 
     def _start(self) -> Generator:
         ok = yield from self._start_basic_service()
@@ -151,7 +178,8 @@ class ReplicasManager:
         yield from self._update_controller_metadata()
 
     def _update_controller_metadata(self) -> Generator[Any, Any, bool]:
-        for address in self.controller_addresses:
+        many = len(self.controller_addresses) > 1
+        for address in list(self.available_controller_addresses) if many else self.controller_addresses:
             resp = yield Call(address.split(":")[0], Command(RequestCode.CONTROLLER_GET_METADATA_INFO, 0, {}),
                               self.cfg.rpc_timeout)
             if resp is not None and resp.code == ResponseCode.SUCCESS and resp.header.get("controllerLeaderAddress"):

@@ -262,6 +262,9 @@ class ControllerNode(Actor):
         if code == RequestCode.BROKER_HEARTBEAT:
             self._handle_heartbeat(src, cmd)
             return
+        if code == RequestCode.CHECK_REACHABLE:  # a connection that opens: reachable
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS))
+            return
         if code == RequestCode.CONTROLLER_GET_METADATA_INFO and self.repl is not None:
             leader = self.repl.leader_id  # DLedger's member state: a follower knows its leader
             self.send(src, response_to(cmd, ResponseCode.SUCCESS, {

@@ -237,16 +237,24 @@ class MessageStore:
             self.disk.residue = b""
             log.append_data(tail)
         process = last_confirm_valid = log.min_offset
+        self.recovered_past_confirm = 0  # recoverNormally: the end of what it dispatched past confirmOffset
         self.dispatched = []
         self.consume_queues = {}
         for rec in log.records:
             if log.torn and rec.offset > log.torn[0]:
                 break
             process = rec.offset + rec.size
-            if not self.controller_mode or (normally and not self.fix_normal) \
-                    or rec.offset + rec.size <= self.confirm_offset:
+            end = rec.offset + rec.size
+            confirmed = end <= self.confirm_offset
+            # recoverConsumeQueue: the consume-queue files already hold it, whatever the checkpoint says
+            in_files = self.queues > 0 and end <= self.disk.cq_end
+            anew = normally and not self.fix_normal and not confirmed and not in_files
+            if not self.controller_mode or confirmed or in_files or anew:
                 self._dispatch(rec.offset, rec.size, rec.key)
-                last_confirm_valid = rec.offset + rec.size
+                if confirmed or not self.controller_mode:
+                    last_confirm_valid = end
+                if anew:
+                    self.recovered_past_confirm = end
         if self.controller_mode:
             if self.confirm_offset < log.min_offset:
                 self._set_confirm(log.min_offset)
@@ -259,6 +267,9 @@ class MessageStore:
         log.truncate(process)
         self.disk.flushed = min(self.disk.flushed, process)
         self.reput_from_offset = self.get_confirm_offset_directly() if self.controller_mode else process
+        if self.queues:  # the reput goes on after what the consume queues hold (truncateDirtyLogicFiles cut them)
+            self.disk.cq_end = min(self.disk.cq_end, process)
+            self.reput_from_offset = max(self.reput_from_offset, self.disk.cq_end)
         self.recover_topic_queue_table()
 
     # ---- consume queues ([workload] queues)
@@ -270,6 +281,7 @@ class MessageStore:
             self.dispatched.append(Dispatched(offset, size, key))
             return
         q = queue_of(self.commitlog.data, offset)
+        self.disk.cq_end = max(self.disk.cq_end, offset + size)
         d = Dispatched(offset, size, key, *(q if q is not None else (-1, -1)))
         self.dispatched.append(d)
         if q is not None:
@@ -360,6 +372,7 @@ class MessageStore:
         if self.confirm_offset > offset:
             self._set_confirm(offset)
         self.reput_from_offset = min(old_reput, offset)
+        self.disk.cq_end = min(self.disk.cq_end, offset)
         self.recover_topic_queue_table()
         if self.on_truncate is not None:
             self.on_truncate(offset)

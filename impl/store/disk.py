@@ -22,6 +22,7 @@ class BrokerDisk:
     broker_identity: tuple[str, str, int] | None = None  # cluster#brokerName#id
     temp_identity: tuple[str, str, int, str] | None = None  # cluster#brokerName#id#registerCheckCode
     generation: int = 0  # bumped whenever bytes are removed from the log (checkers cache on it)
+    cq_end: int = 0  # [workload] queues: the commit-log end the consume-queue files cover (they survive a crash)
     consumer_offsets: dict[str, int] = field(default_factory=dict)  # consumerOffset.json: "group@queueId" -> offset
     abort: bool = False  # the abort file: created at start, deleted by a clean shutdown (DefaultMessageStore)
     # [sim] file_residue: truncation only moves the mapped file's write position, so the bytes past it stay in the
