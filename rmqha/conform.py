@@ -543,6 +543,27 @@ def _names(sim: Simulation, mask: int) -> list[str]:
     return [sim.brokers[i] for i in M.members(mask)]
 
 
+FIDELITY_ACTIONS = ("stop", "lose-file", "slow-apply")
+FIDELITY_KINDS = ("stop-broker", "lose-epoch-file", "lose-checkpoint", "restart-consumer", "crash-controller-leader",
+                  "isolate-controller-leader", "slow-apply")
+
+
+def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:
+    """Why a run is outside the model's scope (a fidelity part of docs/fidelity.md is on), or None. The model
+    covers one controller, one implicit queue and logs from offset 0; HA frames in pieces are below its level."""
+    parts = [what for on, what in [
+        (cfg.cluster.controllers != 1, "a replicated controller group"),
+        (cfg.workload.queues != 0, "topic queues"),
+        (cfg.sim.base_offset != 0, "logs that start past offset 0"),
+        (cfg.sim.file_residue, "truncated bytes left in files"),
+        (any(cfg.faults.weights.get(k, 0) > 0 for k in FIDELITY_KINDS), "fidelity fault kinds"),
+        (any(a.get("do") in FIDELITY_ACTIONS for a in header.get("faults", {}).get("events", []) or []),
+         "fidelity fault actions"),
+        (any(B.BUGS[b].kind == "fidelity" for b in header.get("bugs", []) if b in B.BUGS), "a fidelity switch"),
+    ] if on]
+    return ", ".join(parts) or None
+
+
 def validate(header: dict[str, Any]) -> Report:
     """Re-run a trace's header and validate every step against the model."""
     try:
@@ -551,6 +572,9 @@ def validate(header: dict[str, Any]) -> Report:
         raise ValueError(f"trace config: {exc}") from None
     if cfg.cluster.mode != "controller":
         raise ValueError("conformance needs a controller-mode trace (this one is a 4.x legacy run)")
+    beyond = outside_model(cfg, header)
+    if beyond is not None:
+        raise ValueError(f"conformance covers what the model has; this run uses {beyond} (docs/fidelity.md)")
     faults = header["faults"]
     schedule = None if faults.get("mode") == "generated" else list(faults.get("events", []))
     switches = B.check_names(list(header.get("bugs", [])))

@@ -221,7 +221,11 @@ def conformance(header: dict[str, Any]) -> tuple[str, str | None]:
         return "n/a", "a bug switch is on (the model is the reference it deviates from)"
     if header["config"]["cluster"]["mode"] != "controller":
         return "n/a", "4.x legacy run"
-    from rmqha.conform import validate
+    from rmqha.conform import outside_model, validate
+
+    beyond = outside_model(config_from_dict(header["config"]), header)
+    if beyond is not None:
+        return "n/a", f"outside the model: {beyond}"
 
     rep = validate(header)
     if rep.conforms:

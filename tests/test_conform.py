@@ -109,3 +109,19 @@ def test_cli_conform_exit_codes_and_json(tmp_path, capsys):
     assert main(["conform", "--seeds", "1-2", "--profile", "legacy-sync"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err
+
+
+def test_a_run_outside_the_model_is_refused_in_one_line():
+    """The model covers one controller, one implicit queue and logs from offset 0: a trace of the fidelity profile
+    (docs/fidelity.md) gets a one-line reason, and a campaign reports its conformance as n/a."""
+    import pytest
+    from rmqha.impl.config import default_config
+    from rmqha.impl.sim.runner import header_for
+    from rmqha.spark_fuzz.findings import conformance
+
+    from rmqha.conform import validate
+
+    header = header_for(default_config("fidelity"), 1, 2000, [], None, None, "fidelity", [])
+    with pytest.raises(ValueError, match="a replicated controller group, topic queues"):
+        validate(header)
+    assert conformance(header)[0] == "n/a"
