@@ -28,7 +28,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rmqha import __version__, fuzz_cli
+from rmqha import __version__, cluster_cli, fuzz_cli
 from rmqha.files import UserError, load_config, read_trace_text, write_text
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import catalogue_rows
@@ -116,6 +116,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="a controller switch: alter-skip-sss-epoch-check, elect-ignores-liveness, unclean-election")
     pv.add_argument("--json", action="store_true")
     fuzz_cli.add_parser(sub)
+    cluster_cli.add_parser(sub)
     return p
 
 
@@ -618,7 +619,8 @@ def _cmd_prove(args: argparse.Namespace, out: Console) -> int:
 
 COMMANDS = {"check": _cmd_check, "model-check": _cmd_model_check, "simulate": _cmd_simulate, "replay": _cmd_replay,
             "show": _cmd_show, "invariants": _cmd_invariants, "bugs": _cmd_bugs, "findings": _cmd_findings,
-            "doctor": _cmd_doctor, "prove": _cmd_prove, "conform": _cmd_conform, "fuzz": fuzz_cli.cmd_fuzz}
+            "doctor": _cmd_doctor, "prove": _cmd_prove, "conform": _cmd_conform, "fuzz": fuzz_cli.cmd_fuzz,
+            "cluster": cluster_cli.cmd_cluster}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -572,6 +572,9 @@ def validate(header: dict[str, Any]) -> Report:
         raise ValueError(f"trace config: {exc}") from None
     if cfg.cluster.mode != "controller":
         raise ValueError("conformance needs a controller-mode trace (this one is a 4.x legacy run)")
+    if header.get("faults", {}).get("mode") == "real":
+        raise ValueError("a real run's trace (rmqha cluster test) is a record: conformance re-runs a trace's seed in "
+                         "the simulator, and a real run has none (docs/cluster.md)")
     beyond = outside_model(cfg, header)
     if beyond is not None:
         raise ValueError(f"conformance covers what the model has; this run uses {beyond} (docs/fidelity.md)")

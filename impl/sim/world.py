@@ -150,30 +150,9 @@ class Simulation(WorldView):
         return self._root.fork(f"node:{name}:{self.inc[name]}")
 
     def _make(self, name: str) -> Actor:
-        cfg = self.cfg
-        rng = self._node_rng(name)
-        if name in self.ctl_disks:
-            return ControllerNode(name, cfg.controller, rng, self.ctl_disks[name], self.bugs,
-                                  peers=self.controllers if len(self.controllers) > 1 else None)
-        if name == self.nameserver:
-            return NameServerNode(name, rng, self.bugs)
-        if name in self.disks:
-            idx = self.brokers.index(name)
-            prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
-            if cfg.cluster.mode == "legacy":
-                from ..broker.legacy import LegacyBrokerNode
-
-                return LegacyBrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, self.nameserver,
-                                        master=(idx == 0), master_name=self.brokers[0])
-            return BrokerNode(name, cfg.broker, cfg.store, self.disks[name], rng, self.controllers, self.nameserver,
-                              self.bugs, prio, queues=cfg.workload.queues)
-        if name == "p1":
-            return ProducerNode(name, cfg.workload, cfg.broker.broker_name, self.nameserver, rng)
-        if name == "c1":
-            return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, self.nameserver, rng)
-        if name == "admin":
-            return AdminNode(name, self.controller, rng)
-        raise ValueError(name)  # pragma: no cover
+        return build_node(self.cfg, name, self._node_rng(name), controllers=self.controllers, brokers=self.brokers,
+                          nameserver=self.nameserver, disk=self.disks.get(name), ctl_disk=self.ctl_disks.get(name),
+                          bugs=self.bugs)
 
     def _start(self, name: str) -> None:
         node = self._make(name)
@@ -670,6 +649,33 @@ class Simulation(WorldView):
                 self._push(self.now + self._delay(), CHAN, peer, self.inc[peer], name)
 
 
+def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], brokers: list[str], nameserver: str,
+               disk: BrokerDisk | None, ctl_disk: ControllerDisk | None, bugs: frozenset[str]) -> Actor:
+    """The actor of one node, as the simulator and the real runtime (``rmqha cluster``) both start it."""
+    if ctl_disk is not None:
+        return ControllerNode(name, cfg.controller, rng, ctl_disk, bugs,
+                              peers=controllers if len(controllers) > 1 else None)
+    if name == nameserver:
+        return NameServerNode(name, rng, bugs)
+    if disk is not None:
+        idx = brokers.index(name)
+        prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
+        if cfg.cluster.mode == "legacy":
+            from ..broker.legacy import LegacyBrokerNode
+
+            return LegacyBrokerNode(name, cfg.broker, cfg.store, disk, rng, nameserver,
+                                    master=(idx == 0), master_name=brokers[0])
+        return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
+                          queues=cfg.workload.queues)
+    if name == "p1":
+        return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
+    if name == "c1":
+        return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
+    if name == "admin":
+        return AdminNode(name, controllers[0], rng)
+    raise ValueError(name)  # pragma: no cover
+
+
 def _cmd_view(cmd: Command) -> dict[str, Any]:
     d = cmd.to_dict()
     try:
@@ -681,4 +687,4 @@ def _cmd_view(cmd: Command) -> dict[str, Any]:
     return d
 
 
-__all__ = ["B", "Simulation", "Violation"]
+__all__ = ["B", "Simulation", "Violation", "build_node"]

@@ -1,0 +1,1 @@
+"""``rmqha cluster``: the sans-IO core over real TCP on loopback (a local cluster of processes, real faults)."""

@@ -1,0 +1,195 @@
+"""The verdict of a real run: the catalogue's client-visible invariants on the recorded history and final files.
+
+Inputs: every node's trace (``traces/*.jsonl``: what the core observed, with the cluster clock), the nemesis's
+``faults.jsonl``, the controller's final state and each broker's files after the run. Checked, with the
+catalogue's ids (``impl/catalogue.py``):
+
+* ``SYNC-NO-ACK-LOSS``: every message a producer got PUT_OK for is in the final master's log;
+* ``SYNC-SEEN-NO-LOSS``: every message a consumer received is in the final master's log (nothing seen then
+  truncated);
+* ``QUEUE-OFFSET-GAPLESS``: in the final master's log, each queue's offsets run 0, 1, 2, ... in log order;
+* ``CLI-QUEUE-POSITION-STABLE``: no queue position was read as two different messages;
+* ``CTL-ONE-MASTER-PER-EPOCH``: no two brokers took the master role at the same masterEpoch;
+* ``SYNC-VISIBLE-BOUND``: no broker dispatched past its confirmOffset.
+
+The simulator checks the whole catalogue after every step; a real run has no global step, so what needs one
+(the controller's and the brokers' states at one instant) is left to the layers that have it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..impl.store.commitlog import CommitLog
+from .persist import BrokerFiles
+from .spec import ClusterSpec
+
+CHECKED = ("SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS", "QUEUE-OFFSET-GAPLESS", "CLI-QUEUE-POSITION-STABLE",
+           "CTL-ONE-MASTER-PER-EPOCH", "SYNC-VISIBLE-BOUND")
+
+
+@dataclass
+class Verdict:
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    final_master: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return not self.violations and self.final_master is not None
+
+    def fail(self, inv: str, message: str, **data: Any) -> None:
+        self.violations.append({"invariant": inv, "message": message, **data})
+
+
+def read_events(spec: ClusterSpec) -> list[dict[str, Any]]:
+    """Every node's observations, merged by time (node name breaks ties: the order within a node is kept)."""
+    out: list[dict[str, Any]] = []
+    for path in sorted((spec.dir / "traces").glob("*.jsonl")):
+        with open(path, encoding="utf-8") as f:
+            for i, line in enumerate(f):
+                try:
+                    ev = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by SIGKILL
+                ev["_i"] = i
+                out.append(ev)
+    out.sort(key=lambda e: (e["t"], e["n"], e["_i"]))
+    for e in out:
+        del e["_i"]
+    return out
+
+
+def broker_logs(spec: ClusterSpec) -> dict[str, CommitLog]:
+    return {b: CommitLog(BrokerFiles(spec.node_dir(b)).load(), track_queues=True) for b in spec.brokers}
+
+
+def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict[str, Any] | None]) -> Verdict:
+    v = Verdict()
+    acked = [e["key"] for e in events if e["k"] == "client.send-result" and e["status"] == "PUT_OK"]
+    seen = [e for e in events if e["k"] == "client.seen"]
+    v.counts = {"sent": sum(1 for e in events if e["k"] == "client.send"), "acked": len(acked),
+                "seen": len({e["key"] for e in seen}), "events": len(events)}
+    # the final master: the controller's, confirmed by the broker's own status
+    ctl = next((final.get(c) for c in spec.controllers if (final.get(c) or {}).get("leader")), None)
+    info = ((ctl or {}).get("sets") or {}).get(spec.cfg.broker.broker_name) or {}
+    for b in spec.brokers:
+        st = final.get(b) or {}
+        if info.get("master") is not None and st.get("id") == info["master"] and st.get("role") == "MASTER":
+            v.final_master = b
+    logs = broker_logs(spec)
+    if v.final_master is None:
+        v.notes.append(f"no master at the end (controller: {info or 'unreachable'}): the loss checks need one")
+    else:
+        log = logs[v.final_master]
+        keys = log.keys
+        lost = [k for k in acked if k not in keys]
+        if lost:
+            v.fail("SYNC-NO-ACK-LOSS", f"{len(lost)} of {len(acked)} messages acknowledged PUT_OK are not in the "
+                   f"final master {v.final_master}'s log (first: {lost[:5]})", lost=lost)
+        gone = sorted({e["key"] for e in seen if e["key"] not in keys})
+        if gone:
+            v.fail("SYNC-SEEN-NO-LOSS", f"{len(gone)} messages a consumer received are not in the final master "
+                   f"{v.final_master}'s log (first: {gone[:5]})", lost=gone)
+        if log.queue_anomalies:
+            pos, qid, qoff, expected = log.queue_anomalies[0]
+            v.fail("QUEUE-OFFSET-GAPLESS", f"{v.final_master}: the message at {pos} has queue {qid} offset {qoff}, "
+                   f"expected {expected} ({len(log.queue_anomalies)} such places)")
+        v.counts["finalLogMessages"] = len(log.records)
+    where: dict[tuple[int, int], str] = {}
+    for e in seen:
+        if "queueId" not in e:
+            continue
+        pos = (e["queueId"], e["queueOffset"])
+        had = where.setdefault(pos, e["key"])
+        if had != e["key"]:
+            v.fail("CLI-QUEUE-POSITION-STABLE", f"queue {pos[0]} offset {pos[1]} was read as {had} and as "
+                   f"{e['key']}", t=e["t"])
+            break
+    masters: dict[int, str] = {}
+    for e in events:
+        if e["k"] == "brk.role" and e["role"] == "MASTER":
+            had = masters.setdefault(e["masterEpoch"], e["n"])
+            if had != e["n"]:
+                v.fail("CTL-ONE-MASTER-PER-EPOCH", f"{had} and {e['n']} both became master at masterEpoch "
+                       f"{e['masterEpoch']}", t=e["t"])
+        elif e["k"] == "store.dispatch" and e["upto"] > e["confirm"]:
+            v.fail("SYNC-VISIBLE-BOUND", f"{e['n']} dispatched up to {e['upto']} with confirmOffset {e['confirm']}",
+                   t=e["t"])
+    return v
+
+
+def failovers(spec: ClusterSpec, events: list[dict[str, Any]], context: list[dict[str, Any]],
+              faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """For each fault on a master: who took over, when, whether it was in the SyncStateSet, and how the old
+    master came back (its handshake's consistent point, any truncation, and its return to the SyncStateSet)."""
+    out = []
+    for ctx in context:
+        t0 = ctx["t"]
+        old = ctx["master"]
+        crash = next((f for f in faults if f["t"] >= t0 and f["do"] in ("crash", "pause")), None) or \
+            next((f for f in faults if f["t"] >= t0 and f["do"] == "partition"), None)
+        t_fault = crash["t"] if crash else t0
+        new = next((e for e in events if e["t"] >= t_fault and e["k"] == "brk.role" and e["role"] == "MASTER"
+                    and e["masterEpoch"] > ctx["masterEpoch"]), None)
+        sss = ctx.get("sssAtCrash") or ctx["sss"]
+        row: dict[str, Any] = {"recipe": ctx["recipe"], "oldMaster": old, "sss": sss, "faultAt": t_fault,
+                               "newMaster": new["n"] if new else None,
+                               "electedAfterMs": new["t"] - t_fault if new else None,
+                               "newMasterEpoch": new["masterEpoch"] if new else None}
+        if new is not None:
+            new_id = next((e["brokerId"] for e in reversed(events) if e["k"] == "brk.identity" and e["n"] == new["n"]
+                           and e["t"] <= new["t"]), None)
+            row["newMasterInSss"] = new_id in sss if new_id is not None else None
+        restart = next((f for f in faults if f["t"] >= t_fault and f["do"] in ("restart", "resume", "heal")), None)
+        if restart is not None:
+            after = [e for e in events if e["t"] >= restart["t"] and e["n"] == old]
+            hs = next((e for e in after if e["k"] == "ha.handshake-done"), None)
+            tr = next((e for e in after if e["k"] == "ha.truncate"), None)
+            role = next((e for e in after if e["k"] == "brk.role"), None)
+            row.update(backAt=restart["t"], backRole=role["role"] if role else None,
+                       consistentPoint=hs["point"] if hs else None, truncatedFrom=tr["before"] if tr else None,
+                       truncatedTo=tr["point"] if tr else None)
+            old_id = ctx["id"]
+            rejoin = next((e for e in events if e["t"] >= restart["t"] and e["k"] == "brk.sss"
+                           and old_id in e["syncStateSet"] and e["n"] != old), None)
+            row["rejoinedSssAfterMs"] = rejoin["t"] - restart["t"] if rejoin else None
+        out.append(row)
+    return out
+
+
+def merged_trace(spec: ClusterSpec, events: list[dict[str, Any]], faults: list[dict[str, Any]],
+                 verdict: Verdict) -> str:
+    """The run in the kit's trace shape (``docs/trace-format.md``): fault actions as ``act`` lines, each node's
+    observations as ``real`` lines. It is a record, not a replayable run: its header says ``"mode": "real"``."""
+    from ..impl.trace import TraceRecorder
+
+    rec = TraceRecorder({"seed": spec.seed, "maxSteps": 0, "maxTime": None, "bugs": spec.bugs, "profile": "cluster",
+                         "config": spec.config, "faults": {"mode": "real", "events": faults}})
+    merged = [(f["t"], 0, {"ev": "act", "act": f}) for f in faults] + \
+             [(e["t"], 1, {"ev": "real", "node": e["n"], "obs": [_obs(e)]}) for e in events]
+    merged.sort(key=lambda x: (x[0], x[1]))
+    for i, (t, _, line) in enumerate(merged, 1):
+        obs = line.pop("obs", [])
+        if line["ev"] == "act" and line["act"]["do"] == "crash":
+            obs = [{"k": "sim.crash", "node": line["act"]["node"], "powerLoss": False, "lostBytes": 0}]
+        rec.step(i, t, line, obs)
+    first = verdict.violations[0] if verdict.violations else None
+    rec.footer = {"end": True, "steps": len(merged), "t": merged[-1][0] if merged else 0,
+                  "violation": None if first is None else {"invariant": first["invariant"], "step": len(merged),
+                                                           "t": merged[-1][0] if merged else 0,
+                                                           "message": first["message"], "state": {}},
+                  "hash": rec.digest()}
+    return rec.text() + json.dumps(rec.footer, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def _obs(e: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in e.items() if k not in ("t", "inc")}
+
+
+def write_json(path: Path, obj: Any) -> None:
+    path.write_text(json.dumps(obj, indent=1, sort_keys=True, default=str), encoding="utf-8")

@@ -1,0 +1,224 @@
+"""Start, inspect, fault and stop a local cluster's processes (what ``rmqha cluster ...`` does).
+
+Processes: the proxy and one host per node, each started with ``start_new_session`` so that a signal to the
+CLI does not reach them; their pids are kept in ``<dir>/pids.json``. Every wait here is bounded in time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..impl.config import Config, ConfigError
+from . import wire
+from .spec import HOST, RUN_FILE, ClusterSpec, create
+
+PIDS = "pids.json"
+_children: dict[int, subprocess.Popen] = {}  # processes this Python process started (reaped here)
+
+
+class ClusterError(RuntimeError):
+    """A user-facing failure of a cluster command; the message is one line."""
+
+
+# ------------------------------------------------------------------------------------------- processes
+
+def read_pids(spec: ClusterSpec) -> dict[str, int]:
+    try:
+        return {k: int(v) for k, v in json.loads((spec.dir / PIDS).read_text()).items()}
+    except (FileNotFoundError, ValueError):
+        return {}
+
+
+def _write_pids(spec: ClusterSpec, pids: dict[str, int]) -> None:
+    tmp = spec.dir / (PIDS + ".tmp")
+    tmp.write_text(json.dumps(pids, indent=1))
+    tmp.replace(spec.dir / PIDS)
+
+
+def alive(pid: int) -> bool:
+    child = _children.get(pid)
+    if child is not None:
+        return child.poll() is None
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z" and b"rmqha.cluster" in cmd
+
+
+def paused(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return False
+
+
+def _spawn(spec: ClusterSpec, module: str, name: str, *extra: str) -> int:
+    log = open(spec.log_path(name), "ab")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", module, "--dir", str(spec.dir), *extra], stdin=subprocess.DEVNULL,
+                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
+    log.close()
+    _children[proc.pid] = proc
+    return proc.pid
+
+
+def start_node(spec: ClusterSpec, node: str) -> int:
+    pids = read_pids(spec)
+    if node in pids and alive(pids[node]):
+        raise ClusterError(f"{node} is already running (pid {pids[node]})")
+    pids[node] = _spawn(spec, "rmqha.cluster.host", node, "--node", node)
+    _write_pids(spec, pids)
+    return pids[node]
+
+
+def up(folder: Path, cfg: Config, *, seed: int = 1, bugs: frozenset[str] = frozenset(), max_lifetime: int = 3600,
+       ready_timeout: float = 20.0) -> ClusterSpec:
+    if (folder / RUN_FILE).exists():
+        from .spec import load
+
+        old = load(folder)
+        if any(alive(p) for p in read_pids(old).values()):
+            raise ClusterError(f"a cluster is already running in {folder} (run `rmqha cluster down --dir {folder}`)")
+    if cfg.cluster.mode != "controller":
+        raise ConfigError("rmqha cluster runs controller mode only")
+    spec = create(folder, cfg, seed=seed, bugs=bugs, max_lifetime=max_lifetime)
+    (spec.dir / RUN_FILE).write_text(str(os.getpid()))
+    pids = {"proxy": _spawn(spec, "rmqha.cluster.proxy", "proxy")}
+    _write_pids(spec, pids)
+    wait_port(spec.proxy_port, ready_timeout, "the proxy")
+    for node in spec.nodes:
+        start_node(spec, node)
+    for node in spec.nodes:
+        wait_status(spec, node, ready_timeout)
+    return spec
+
+
+def wait_port(port: int, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection((HOST, port), 0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise ClusterError(f"{what} did not open port {port} within {timeout:.0f} s")
+
+
+def wait_status(spec: ClusterSpec, node: str, timeout: float) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        st = query(spec, node)
+        if st is not None:
+            return st
+        time.sleep(0.05)
+    raise ClusterError(f"{node} did not answer within {timeout:.0f} s (see {spec.log_path(node)})")
+
+
+def signal_node(spec: ClusterSpec, node: str, sig: signal.Signals) -> int:
+    pids = read_pids(spec)
+    if node not in spec.nodes and node != "proxy":
+        raise ClusterError(f"no node {node!r} (nodes: {', '.join(spec.nodes)})")
+    pid = pids.get(node)
+    if pid is None or not alive(pid):
+        raise ClusterError(f"{node} is not running")
+    os.kill(pid, sig)
+    if sig == signal.SIGKILL:
+        _reap(pid, 5.0)
+    return pid
+
+
+def _reap(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    child = _children.get(pid)
+    while time.monotonic() < deadline:
+        if child is not None:
+            if child.poll() is not None:
+                _children.pop(pid, None)
+                return
+        elif not alive(pid):
+            return
+        time.sleep(0.02)
+
+
+def down(spec: ClusterSpec, timeout: float = 5.0) -> list[str]:
+    """Stop every process of the cluster; the data, traces and logs stay. Returns what was still running."""
+    (spec.dir / RUN_FILE).unlink(missing_ok=True)
+    pids = read_pids(spec)
+    ran = [n for n, p in pids.items() if alive(p)]
+    for n in ran:
+        try:
+            os.kill(pids[n], signal.SIGCONT)  # a paused process must run to die of SIGTERM
+            os.kill(pids[n], signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for n in ran:
+        _reap(pids[n], timeout)
+    left = [n for n in ran if alive(pids[n])]
+    if left:
+        raise ClusterError(f"processes still running after {timeout:.0f} s: {', '.join(left)}")
+    return ran
+
+
+# ---------------------------------------------------------------------------------------------- sockets
+
+def _request(port: int, frames: bytes, timeout: float) -> dict[str, Any] | None:
+    try:
+        with socket.create_connection((HOST, port), timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(frames)
+            head = _recv(s, 4)
+            n = int.from_bytes(head, "big")
+            if n > wire.MAX_FRAME:
+                return None
+            return json.loads(_recv(s, n))
+    except (OSError, ValueError):
+        return None
+
+
+def _recv(s: socket.socket, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        chunk = s.recv(n - len(buf))
+        if not chunk:
+            raise ConnectionError("closed")
+        buf += chunk
+    return buf
+
+
+def query(spec: ClusterSpec, node: str, timeout: float = 1.0) -> dict[str, Any] | None:
+    """A node's status straight from its inner port (a partition does not hide it), or ``None``."""
+    return _request(spec.ports[node]["rpc_in"], wire.hello("@status", "status"), timeout)
+
+
+def proxy_call(spec: ClusterSpec, req: dict[str, Any]) -> dict[str, Any]:
+    reply = _request(spec.proxy_port, wire.pack(req), 3.0)
+    if reply is None:
+        raise ClusterError("the proxy does not answer (is the cluster up?)")
+    if not reply.get("ok"):
+        raise ClusterError(f"proxy: {reply.get('error')}")
+    return reply
+
+
+def links(spec: ClusterSpec, a: list[str], b: list[str], one_way: bool) -> list[list[str]]:
+    """The links that cut group ``a`` from group ``b`` (``a`` to ``b`` only with ``one_way``)."""
+    for n in (*a, *b):
+        if n not in spec.nodes:
+            raise ClusterError(f"no node {n!r} (nodes: {', '.join(spec.nodes)})")
+    out = [[x, y] for x in a for y in b if x != y]
+    if not one_way:
+        out += [[y, x] for x in a for y in b if x != y]
+    return out

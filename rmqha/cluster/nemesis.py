@@ -1,0 +1,150 @@
+"""The fault schedule of ``rmqha cluster test``: named recipes played against the live processes.
+
+Each recipe acts on the master of the moment (read from the nodes' status) and undoes itself: ``kill-master``
+(SIGKILL, restart after ``down`` s), ``pause-master`` (SIGSTOP, SIGCONT), ``partition-master`` (the master cut from
+every other node both ways, then healed), ``isolate-master`` (the master cut from the other brokers until its
+SyncStateSet shrinks to itself, then killed while the controller can still reach the others: a failover that
+only an unclean election can complete; restart after the heal). Every action is written to ``faults.jsonl`` with
+the cluster clock, in the shape of the simulator's fault actions (``do``, ``node``, ``id``, ``links``).
+Every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import control as C
+from .spec import ClusterSpec
+
+RECIPES = ("kill-master", "pause-master", "partition-master", "isolate-master")
+
+
+class Nemesis:
+    def __init__(self, spec: ClusterSpec, down: float = 4.0, say: Callable[[str], None] = lambda s: None) -> None:
+        self.spec = spec
+        self.down_s = down
+        self.say = say
+        self.log = open(spec.dir / "faults.jsonl", "a", encoding="utf-8")
+        self.events: list[dict[str, Any]] = []
+        self.context: list[dict[str, Any]] = []  # per recipe: master, its SSS and epoch before the fault
+        self._n = 0
+
+    def close(self) -> None:
+        self.log.close()
+
+    def now(self) -> int:
+        return int((time.monotonic() - self.spec.clock_base) * 1000)
+
+    def act(self, do: str, t: int | None = None, **data: Any) -> dict[str, Any]:
+        """Record an action; ``t``: when it was taken (before a kill's reaping, say), by default now."""
+        ev = {"t": self.now() if t is None else t, "do": do, **data}
+        self.events.append(ev)
+        self.log.write(json.dumps(ev) + "\n")
+        self.log.flush()
+        self.say(f"{ev['t'] / 1000:7.2f}s  {do} {data.get('node') or data.get('id') or ''}")
+        return ev
+
+    # -------------------------------------------------------------------------------------------- status
+
+    def master(self) -> tuple[str, dict[str, Any]] | None:
+        """The broker that is master at the highest masterEpoch, with its status."""
+        best = None
+        for b in self.spec.brokers:
+            st = C.query(self.spec, b, 0.5)
+            if st and st.get("role") == "MASTER" and not st.get("fenced"):
+                if best is None or st["masterEpoch"] > best[1]["masterEpoch"]:
+                    best = (b, st)
+        return best
+
+    def wait(self, cond: Callable[[], Any], timeout: float, step: float = 0.2) -> Any:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            v = cond()
+            if v:
+                return v
+            time.sleep(step)
+        return None
+
+    def wait_master(self, timeout: float, full: bool = False) -> tuple[str, dict[str, Any]] | None:
+        """Wait for a master (with ``full``: one whose SyncStateSet holds every broker)."""
+        n = len(self.spec.brokers)
+        return self.wait(lambda: (m := self.master()) and (not full or len(m[1]["sss"]) == n) and m, timeout)
+
+    # ------------------------------------------------------------------------------------------- recipes
+
+    def play(self, recipe: str) -> None:
+        m = self.wait_master(10.0)
+        if m is None:
+            self.act("skip", recipe=recipe, why="no master")
+            return
+        name, st = m
+        self.context.append({"recipe": recipe, "t": self.now(), "master": name, "masterEpoch": st["masterEpoch"],
+                             "sss": st["sss"], "id": st["id"]})
+        getattr(self, "_" + recipe.replace("-", "_"))(name, st)
+
+    def _kill_master(self, name: str, st: dict[str, Any]) -> None:
+        t = self.now()
+        C.signal_node(self.spec, name, signal.SIGKILL)
+        self.act("crash", t, node=name)
+        time.sleep(self.down_s)
+        C.start_node(self.spec, name)
+        self.act("restart", node=name)
+
+    def _pause_master(self, name: str, st: dict[str, Any]) -> None:
+        t = self.now()
+        C.signal_node(self.spec, name, signal.SIGSTOP)
+        self.act("pause", t, node=name)
+        time.sleep(self.down_s)
+        C.signal_node(self.spec, name, signal.SIGCONT)
+        self.act("resume", node=name)
+
+    def _partition(self, links: list[list[str]]) -> str:
+        self._n += 1
+        pid = f"n{self._n}"
+        t = self.now()
+        C.proxy_call(self.spec, {"op": "partition", "id": pid, "links": links})
+        self.act("partition", t, id=pid, links=links)
+        return pid
+
+    def _heal(self, pid: str) -> None:
+        C.proxy_call(self.spec, {"op": "heal", "id": pid})
+        self.act("heal", id=pid)
+
+    def _partition_master(self, name: str, st: dict[str, Any]) -> None:
+        others = [n for n in self.spec.nodes if n != name]
+        pid = self._partition(C.links(self.spec, [name], others, one_way=False))
+        time.sleep(self.down_s + 1)
+        self._heal(pid)
+
+    def _isolate_master(self, name: str, st: dict[str, Any]) -> None:
+        others = [b for b in self.spec.brokers if b != name]
+        pid = self._partition(C.links(self.spec, [name], others, one_way=False))
+        shrunk = self.wait(lambda: (s := C.query(self.spec, name, 0.5)) and s.get("sss") == [st["id"]], 20.0)
+        self.act("observed", node=name, what="SyncStateSet shrank to the master" if shrunk else "no shrink in 20 s")
+        time.sleep(1.0)  # acks from the master alone
+        now = C.query(self.spec, name, 0.5)
+        self.context[-1]["sssAtCrash"] = now.get("sss") if now else None
+        t = self.now()
+        C.signal_node(self.spec, name, signal.SIGKILL)
+        self.act("crash", t, node=name)
+        time.sleep(self.down_s + 2)  # the controller sees it go; only an unclean election finds a master
+        self._heal(pid)
+        C.start_node(self.spec, name)
+        self.act("restart", node=name)
+
+    def settle(self) -> None:
+        """Undo whatever is left: heal every partition, resume and restart every node."""
+        C.proxy_call(self.spec, {"op": "heal", "id": None})
+        pids = C.read_pids(self.spec)
+        for node in self.spec.nodes:
+            pid = pids.get(node)
+            if pid is not None and C.alive(pid) and C.paused(pid):
+                C.signal_node(self.spec, node, signal.SIGCONT)
+                self.act("resume", node=node)
+            elif pid is None or not C.alive(pid):
+                C.start_node(self.spec, node)
+                self.act("restart", node=node)

@@ -1,0 +1,138 @@
+"""A local cluster's layout: its nodes, ports, folders and settings, kept in ``<dir>/cluster.json``.
+
+Every node has an RPC listener and every broker an HA listener. Each listener has two ports: the node binds the
+*inner* one; the loopback proxy (``proxy.py``) binds the *outer* one, which is what every peer dials, so that a
+partition can cut a link in one direction or both. Everything binds 127.0.0.1 only.
+
+``LOCAL_TIMING`` shortens RocketMQ's periods and timeouts (seconds, not tens of seconds) so that a failover
+shows within a short test; a setting given in the user's config wins over it.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..impl.config import Config, ConfigError, config_from_dict
+
+HOST = "127.0.0.1"
+SPEC_FILE = "cluster.json"
+RUN_FILE = "running"  # present while the cluster is up; every process of the cluster exits once it is gone
+CLIENTS = ("p1", "c1")
+
+LOCAL_TIMING: dict[str, dict[str, Any]] = {
+    "controller": {"scanNotActiveBrokerInterval": 1000, "scanInactiveMasterInterval": 1000},
+    "broker": {"controllerHeartBeatTimeoutMills": 3000, "brokerHeartbeatInterval": 500,
+               "syncBrokerMetadataPeriod": 1000, "checkSyncStateSetPeriod": 1000,
+               "syncControllerMetadataPeriod": 2000, "registerNameServerPeriod": 2000},
+    "store": {"haMaxTimeSlaveNotCatchup": 3000, "haSendHeartbeatInterval": 1000, "haHousekeepingInterval": 5000},
+    "workload": {"route_refresh": 1000, "produce_interval": 100, "consume_interval": 300, "queues": 2},
+}
+
+
+def local_config(user: dict[str, Any]) -> Config:
+    """``LOCAL_TIMING`` under the user's settings (file-style dict, a profile already applied)."""
+    merged: dict[str, dict[str, Any]] = {sec: dict(vals) for sec, vals in LOCAL_TIMING.items()}
+    for sec, vals in user.items():
+        if isinstance(vals, dict):
+            merged.setdefault(sec, {}).update(vals)
+    cfg = config_from_dict(merged)
+    if cfg.cluster.mode != "controller":
+        raise ConfigError("rmqha cluster runs controller mode only ([cluster] mode = 'controller')")
+    if cfg.sim.base_offset or cfg.sim.file_residue:
+        raise ConfigError("rmqha cluster keeps real files: [sim] base_offset and file_residue are simulator-only")
+    return cfg
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports (bound and released at once; the OS rarely reuses them soon)."""
+    socks, ports = [], []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind((HOST, 0))
+            socks.append(s)
+            ports.append(s.getsockname()[1])
+    finally:
+        for s in socks:
+            s.close()
+    return ports
+
+
+@dataclass
+class ClusterSpec:
+    dir: Path
+    config: dict[str, Any]  # file-style, complete (Config.to_dict)
+    seed: int
+    bugs: list[str]
+    nodes: list[str]
+    controllers: list[str]
+    brokers: list[str]
+    nameserver: str
+    ports: dict[str, dict[str, int]]  # node -> rpc / rpc_in / ha / ha_in
+    proxy_port: int
+    clock_base: float  # time.monotonic() at creation: every node's clock counts ms from it (one shared origin)
+    max_lifetime: int  # seconds: every process of the cluster exits by itself after this long
+
+    @property
+    def cfg(self) -> Config:
+        return config_from_dict(self.config)
+
+    def node_dir(self, node: str) -> Path:
+        return self.dir / "nodes" / node
+
+    def trace_path(self, node: str) -> Path:
+        return self.dir / "traces" / f"{node}.jsonl"
+
+    def log_path(self, node: str) -> Path:
+        return self.dir / "logs" / f"{node}.log"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"config": self.config, "seed": self.seed, "bugs": self.bugs, "nodes": self.nodes,
+                "controllers": self.controllers, "brokers": self.brokers, "nameserver": self.nameserver,
+                "ports": self.ports, "proxyPort": self.proxy_port, "clockBase": self.clock_base,
+                "maxLifetime": self.max_lifetime}
+
+    def save(self) -> None:
+        tmp = self.dir / (SPEC_FILE + ".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=1), encoding="utf-8")
+        tmp.replace(self.dir / SPEC_FILE)
+
+
+def create(folder: Path, cfg: Config, *, seed: int = 1, bugs: frozenset[str] = frozenset(),
+           max_lifetime: int = 3600) -> ClusterSpec:
+    n_ctl = cfg.cluster.controllers
+    controllers = ["ctl"] if n_ctl == 1 else [f"ctl{i + 1}" for i in range(n_ctl)]
+    brokers = [f"b{i + 1}" for i in range(cfg.cluster.brokers)]
+    nodes = ["ns", *controllers, *brokers, *CLIENTS]
+    need = 2 * len(nodes) + 2 * len(brokers) + 1
+    it = iter(free_ports(need))
+    ports: dict[str, dict[str, int]] = {}
+    for n in nodes:
+        ports[n] = {"rpc": next(it), "rpc_in": next(it)}
+        if n in brokers:
+            ports[n].update(ha=next(it), ha_in=next(it))
+    spec = ClusterSpec(folder.resolve(), cfg.to_dict(), seed, sorted(bugs), nodes, controllers, brokers, "ns", ports,
+                       next(it), time.monotonic(), max_lifetime)
+    for sub in ("nodes", "traces", "logs"):
+        (spec.dir / sub).mkdir(parents=True, exist_ok=True)
+    spec.save()
+    return spec
+
+
+def load(folder: Path) -> ClusterSpec:
+    path = folder / SPEC_FILE
+    try:
+        d = json.loads(path.read_text(encoding="utf-8"))
+        return ClusterSpec(folder.resolve(), d["config"], int(d["seed"]), list(d["bugs"]), list(d["nodes"]),
+                           list(d["controllers"]), list(d["brokers"]), d["nameserver"],
+                           {k: dict(v) for k, v in d["ports"].items()}, int(d["proxyPort"]), float(d["clockBase"]),
+                           int(d["maxLifetime"]))
+    except FileNotFoundError:
+        raise ConfigError(f"no cluster in {folder} (run `rmqha cluster up --dir {folder}` first)") from None
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"{path}: not a cluster description ({exc})") from None

@@ -1,0 +1,155 @@
+"""The core over real TCP (``rmqha cluster``): frames, the proxy, a failover, and an acked-message loss.
+
+The two checked runs (a master killed in the safe configuration; the master isolated from its slaves, then
+killed, with unclean election on) run side by side in one fixture, each a real cluster of processes on
+127.0.0.1 with RocketMQ's timings shortened (``rmqha/cluster/spec.py: LOCAL_TIMING``). Every process is gone
+when a test ends, whatever happened.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rmqha.impl.config import PROFILES
+from rmqha.impl.runtime import Command
+
+from rmqha.cluster import control as C
+from rmqha.cluster import wire
+from rmqha.cluster.run import RunOptions, run_test
+from rmqha.cluster.spec import HOST, local_config
+
+
+def _frames(data: bytes) -> list[Any]:
+    async def go() -> list[Any]:
+        r = asyncio.StreamReader()
+        r.feed_data(data)
+        r.feed_eof()
+        out = []
+        while True:
+            try:
+                f = await wire.read_frame(r)
+            except wire.FrameError as exc:
+                out.append(exc)
+                return out
+            if f is None:
+                return out
+            out.append(f)
+
+    return asyncio.run(go())
+
+
+def test_command_frames_round_trip() -> None:
+    cmd = Command(17, 5, {"brokerName": "broker-a", "ids": [1, 2]}, body={"x": 1}, response=True, remark="r")
+    (obj,) = _frames(wire.command_frame(cmd))
+    back = wire.parse_command(obj)
+    assert (back.code, back.opaque, back.header, back.body, back.response, back.remark) == \
+        (17, 5, cmd.header, {"x": 1}, True, "r")
+
+
+@pytest.mark.parametrize("data,reason", [
+    (struct.pack(">I", wire.MAX_FRAME + 1), "exceeds"),
+    (struct.pack(">I", 3) + b"{]x", "not JSON"),
+    (struct.pack(">I", 2) + b"[]", "not a JSON object"),
+    (struct.pack(">I", 10) + b"{}", "ended inside"),
+])
+def test_malformed_frames_raise_one_line(data: bytes, reason: str) -> None:
+    err = _frames(data)[-1]
+    assert isinstance(err, wire.FrameError) and reason in str(err) and "\n" not in str(err)
+    with pytest.raises(wire.FrameError):
+        wire.parse_command({"code": "x", "opaque": 1})
+    with pytest.raises(wire.FrameError):
+        wire.parse_hello({"hello": "b1", "kind": "tcp"})
+
+
+# ------------------------------------------------------------------------------------------- live cluster
+
+def _raw(port: int, payload: bytes) -> None:
+    with socket.create_connection((HOST, port), 2) as s:
+        s.sendall(payload)
+        s.settimeout(2)
+        try:
+            s.recv(100)  # the host closes the connection
+        except OSError:
+            pass
+
+
+def test_bad_peers_close_their_connection_not_the_process(tmp_path: Path) -> None:
+    spec = C.up(tmp_path / "c", local_config(PROFILES["safe"]), max_lifetime=120)
+    try:
+        b1 = spec.ports["b1"]
+        _raw(b1["rpc_in"], b"\x00\x00\x00\x05hello")  # not JSON
+        _raw(b1["rpc_in"], wire.hello("x", "rpc") + struct.pack(">I", 9) + b'{"code":1')  # cut inside a frame
+        _raw(b1["rpc_in"], wire.hello("x", "rpc") + wire.pack({"code": "SEND", "opaque": 1}))  # not a command
+        _raw(b1["ha_in"], wire.hello("x", "ha") + b"\xff" * 64)  # an HA frame that is no frame
+        _raw(b1["rpc"], b"garbage at the proxy!")
+        time.sleep(0.5)
+        st = C.query(spec, "b1")
+        assert st is not None and st["node"] == "b1"  # still up, still answering
+        assert C.alive(C.read_pids(spec)["b1"]) and C.alive(C.read_pids(spec)["proxy"])
+        trace = spec.trace_path("b1").read_text()
+        assert trace.count('"host.bad-frame"') >= 3
+        # a cut link at the proxy: the partition is in force until healed
+        C.proxy_call(spec, {"op": "partition", "id": "x", "links": C.links(spec, ["b1"], ["ctl"], one_way=True)})
+        assert list(C.proxy_call(spec, {"op": "status"})["partitions"]) == ["x"]
+        assert C.proxy_call(spec, {"op": "heal", "id": None})["partitions"] == {}
+        with pytest.raises(C.ClusterError, match="already running"):
+            C.up(tmp_path / "c", local_config(PROFILES["safe"]))
+    finally:
+        C.down(spec)
+    assert not any(C.alive(p) for p in C.read_pids(spec).values())
+    for port in (b1["rpc"], b1["rpc_in"]):
+        with pytest.raises(OSError):
+            socket.create_connection((HOST, port), 0.5).close()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    base = tmp_path_factory.mktemp("cluster")
+    jobs = {
+        "failover": RunOptions(base / "failover", local_config(PROFILES["safe"]), "safe", duration=8.0,
+                                faults=("kill-master",), down=3.0),
+        "unclean": RunOptions(base / "unclean", local_config(PROFILES["unclean"]), "unclean", duration=4.0,
+                               faults=("isolate-master",), down=3.0),
+    }
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = {name: pool.submit(run_test, opts) for name, opts in jobs.items()}
+        return {name: f.result() for name, f in futures.items()}
+
+
+def test_failover_elects_from_the_sss_and_the_old_master_rejoins(runs: dict[str, dict[str, Any]]) -> None:
+    r = runs["failover"]
+    assert r["valid"], (r["violations"], r["notes"])
+    assert r["counts"]["acked"] > 20 and r["counts"]["seen"] > 0
+    (f,) = r["failovers"]
+    cfg = local_config(PROFILES["safe"])
+    bound = cfg.broker.controller_heartbeat_timeout_mills + 2 * cfg.controller.scan_not_active_broker_interval
+    assert f["newMaster"] not in (None, f["oldMaster"]) and f["newMasterInSss"] is True
+    assert f["electedAfterMs"] <= bound  # within the configured timeouts (the channel close is faster still)
+    assert f["backRole"] == "SLAVE" and f["consistentPoint"] is not None  # truncated to the consistent point
+    assert f["rejoinedSssAfterMs"] is not None
+    assert Path(r["report"]).read_text().count("<svg") >= 1
+
+
+def test_unclean_election_loses_acked_messages_and_the_checker_says_so(runs: dict[str, dict[str, Any]]) -> None:
+    r = runs["unclean"]
+    assert not r["valid"]
+    assert "SYNC-NO-ACK-LOSS" in {v["invariant"] for v in r["violations"]}
+    (f,) = r["failovers"]
+    assert f["newMaster"] not in (None, f["oldMaster"]) and f["newMasterInSss"] is False  # an unclean election
+    assert f["truncatedFrom"] is not None and f["truncatedTo"] < f["truncatedFrom"]
+
+
+@pytest.mark.slow
+def test_the_same_schedule_without_unclean_election_loses_nothing(tmp_path: Path) -> None:
+    r = run_test(RunOptions(tmp_path / "safe", local_config(PROFILES["safe"]), "safe", duration=4.0,
+                             faults=("isolate-master",), down=3.0))
+    assert r["valid"], r["violations"]
+    (f,) = r["failovers"]
+    assert f["newMaster"] in (None, f["oldMaster"])  # nobody else may take over: the set waits for its member
