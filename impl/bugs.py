@@ -30,6 +30,7 @@ NS_IGNORES_STATE_VERSION = "ns-ignores-state-version"
 QUEUE_TABLE_NOT_RECOVERED = "queue-table-not-recovered"
 OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
 TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
+JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -155,6 +156,12 @@ BUGS: dict[str, Bug] = {
             "synthetic (a vote request granted whoever the node already voted for in that term)",
             "A controller node grants every up-to-date candidate of a term its vote, so two candidates of one term "
             "can both reach a majority and lead.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(JRAFT_APPLY_LOCAL_TIME, "CTL-APPLY-PREFIX",
+            "JRaftControllerStateMachine.processEvent (BrokerValidPredicateWithInvokeTime: liveness at invokeTime)",
+            "synthetic (a JRaft node decides liveness by its own clock when it applies, not by the request's stamp)",
+            "A JRaft controller node validates a logged request with the time it applies it, so a node that applies "
+            "late computes another answer from the same entry.", kind="fidelity",
+            needs=(("cluster", "controllers", 3), ("controller", "controllerType", "jRaft"))),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "

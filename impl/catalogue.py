@@ -84,7 +84,7 @@ CATALOGUE: list[Invariant] = [
               "what every other node applied there.",
               "DLedgerEntryPusher (a follower drops a conflicting suffix, never a committed entry) + "
               "StateMachineCaller (applies committed entries in order)", "controller",
-              "only with [cluster] controllers > 1", on=("ctl.apply",)),
+              "only with [cluster] controllers > 1", on=("ctl.apply", "ctl.result")),
     Invariant("CTL-READ-COMMITTED",
               "A controller node computes every reply on a state that includes every entry it knows committed: its "
               "apply position has reached its commit position when it validates a request.",
@@ -267,6 +267,7 @@ class Checker:
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
         self.term_leaders: dict[int, str] = {}  # a replicated controller group: term -> its leader
         self.applied_log: dict[int, tuple[tuple[int, str], str]] = {}  # index -> ((term, event), first node)
+        self.applied_results: dict[int, tuple[tuple, str]] = {}  # jRaft: index -> ((term, op, code, event), node)
         self.queue_seen: dict[tuple[int, int], str] = {}  # (queueId, queueOffset) -> key a consumer read there
         self.queue_contig: dict[int, int] = {}  # queueId -> the first offset the group has not read
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went (STORE-NO-RESURRECT)
@@ -282,6 +283,7 @@ class Checker:
             ("store.truncated", self._on_truncated), ("sim.crash", self._on_crash),
             ("ha.truncate", self._on_ha_truncate), ("ctl.append-timeout", self._on_append_timeout),
             ("ctl.elected", self._on_ctl_elected), ("ctl.validate", self._on_ctl_validate),
+            ("ctl.result", self._on_ctl_result),
         ]:
             self._handlers.setdefault(kind, []).append(fn)
 
@@ -337,6 +339,15 @@ class Checker:
         if obs["applied"] < obs["commit"]:
             self._fail("CTL-READ-COMMITTED", f"{obs['n']} validated {obs['op']} on a state with {obs['applied']} "
                        f"entries applied of {obs['commit']} committed", obs=obs)
+
+    def _on_ctl_result(self, obs: dict[str, Any]) -> None:
+        """A JRaft node's answer to a logged request: every node must compute the same one at an index."""
+        key = (obs["term"], obs["op"], obs["code"], json.dumps(obs["event"], sort_keys=True))
+        had = self.applied_results.setdefault(obs["index"], (key, obs["node"]))
+        if had[0] != key:
+            self._fail("CTL-APPLY-PREFIX", f"{obs['node']} computed at index {obs['index']} {obs['op']} -> code "
+                       f"{obs['code']}, event {key[3]}; {had[1]} computed code {had[0][2]}, event "
+                       f"{had[0][3]} from the same entry", obs=obs)
 
     def _on_ctl_elected(self, obs: dict[str, Any]) -> None:
         had = self.term_leaders.setdefault(obs["term"], obs["n"])

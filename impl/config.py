@@ -48,6 +48,11 @@ class ControllerConfig:
     # DLedgerController.appendToDLedgerAndWait / ControllerRequestProcessor.WAIT_TIMEOUT_OUT
     append_wait_timeout: int = _java("dledgerAppendWaitTimeoutMs", 5000, "DLedger append wait (5 s)")
     commit_latency_ms: int = _java("dledgerCommitLatencyMs", 2, "replication latency of one log entry")
+    controller_type: str = _java("controllerType", "DLedger", "DLedger (validate at the leader, then propose) or jRaft "
+                                 "(5.2+: the request is the entry, validated at apply; liveness replicated)",
+                                 quiet=True)
+    jraft_scan_wait_timeout_ms: int = _java("jRaftScanWaitTimeoutMs", 1000, "jRaft: no inactive-broker scan until "
+                                            "this long after the first heartbeat a node received", quiet=True)
 
 
 @dataclass
@@ -335,6 +340,8 @@ def validate(cfg: Config) -> None:
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
         (0 <= cfg.workload.queues <= 64, "[workload] queues must be between 0 and 64"),
         (cfg.cluster.controllers in (1, 3, 5), "[cluster] controllers must be 1, 3 or 5"),
+        (cfg.controller.controller_type in ("DLedger", "jRaft"),
+         "[controller] controllerType must be DLedger or jRaft"),
         (cfg.faults.mean_interval > 0, "[faults] mean_interval must be positive"),
         (0 < cfg.faults.heal_after_min <= cfg.faults.heal_after_max, "[faults] need 0 < heal_after_min <= max"),
         (0 < cfg.faults.restart_after_min <= cfg.faults.restart_after_max,

@@ -156,6 +156,14 @@ SCENARIOS: dict[str, Scenario] = {
                  story="A 3-node controller group: the leader ctl1 dies while ctl2 and ctl3 cannot reach each other; "
                        "each keeps timing out into a new term alone. ctl1 returns, and while both candidates stand at "
                        "the same term it gives each its vote: two leaders of one term."),
+        Scenario(B.JRAFT_APPLY_LOCAL_TIME, 1, 40000,
+                 [{"t": 14000, "do": "slow-apply", "node": "ctl1", "extra": 12000, "duration": 30000},
+                  {"t": 15000, "do": "crash", "node": "b1"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="A 3-node JRaft controller group led by ctl2; follower ctl1 applies 12 s late. Master b1 dies "
+                       "and the leader logs the election. ctl2 applies it at once and elects broker 2; ctl1 applies "
+                       "the same entry 12 s later and, judging liveness by its own clock instead of the request's "
+                       "invokeTime, finds every heartbeat it has applied expired: no master. One log, two states."),
     ]
 }
 

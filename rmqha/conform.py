@@ -553,6 +553,7 @@ def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:
     covers one controller, one implicit queue and logs from offset 0; HA frames in pieces are below its level."""
     parts = [what for on, what in [
         (cfg.cluster.controllers != 1, "a replicated controller group"),
+        (cfg.controller.controller_type != "DLedger", "the JRaft controller flavour"),
         (cfg.workload.queues != 0, "topic queues"),
         (cfg.sim.base_offset != 0, "logs that start past offset 0"),
         (cfg.sim.file_residue, "truncated bytes left in files"),

@@ -35,9 +35,10 @@ from ..config import ControllerConfig
 from ..rng import DetRng
 from ..runtime import Actor, Await, Command, Executor, Future, Periodic, response_to
 from .elect_policy import ElectionFailed, ElectPolicy
-from .heartbeat import BrokerHeartbeatManager
+from .heartbeat import BrokerHeartbeatManager, Identity
+from .jraft import LIVENESS_OPS, RaftLiveTable, execute, request
 from .raft import LEADER, RaftState, Replication
-from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager
+from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager, RequestEntry
 
 _RAFT = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
          RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply"}
@@ -89,6 +90,11 @@ class ControllerNode(Actor):
         # a node of a replicated group ([cluster] controllers > 1); None: this node stands for the whole group
         self.repl = Replication(self, peers, self._on_raft_leader, self._on_raft_follower) \
             if peers and len(peers) > 1 else None
+        # [controller] controllerType = jRaft (impl/controller/jraft.py): requests are the entries, validated at apply
+        self.jraft = cfg.controller_type == "jRaft"
+        self.live = RaftLiveTable()  # jRaft: the replicated live table (the DLedger flavour uses ``heartbeats``)
+        self.first_heartbeat = -1  # jRaft: RaftBrokerHeartBeatManager.firstReceivedHeartbeatTime
+        self.channels: dict[str, Identity] = {}  # jRaft: brokerChannelIdentityInfoMap (channel -> identity)
 
     # ------------------------------------------------------------------------------- lifecycle
 
@@ -101,7 +107,7 @@ class ControllerNode(Actor):
                 replayed += 1
         self.observe("ctl.replay", entries=replayed, state=self.rim.snapshot())
         Periodic(self, "scanNotActiveBroker", 2000, self.cfg.scan_not_active_broker_interval,
-                 self._scan_not_active_broker)
+                 self._jraft_scan if self.jraft else self._scan_not_active_broker)
         if self.repl is not None:  # a follower until an election says otherwise; uncommitted entries wait for one
             self.repl.start()
             return
@@ -110,6 +116,9 @@ class ControllerNode(Actor):
             if not entry.committed:
                 entry.ready_at = self.now + self.cfg.commit_latency_ms
                 self.after(self.cfg.commit_latency_ms, self._advance_commit)
+        if self.jraft:
+            self._on_raft_leader()
+            return
         self.spawn("RoleChangeHandler", self._become_leader())
 
     def _become_leader(self) -> Generator:
@@ -139,11 +148,20 @@ class ControllerNode(Actor):
         return ElectPolicy(self._alive, self.heartbeats.get_broker_live_info)
 
     def _alive(self, cluster: str, broker_name: str, broker_id: int) -> bool:
+        if self.jraft:  # RaftBrokerHeartBeatManager.isBrokerActive: the replicated info against this node's clock
+            return self.live.is_active(cluster, broker_name, broker_id, self.now)
         return self.heartbeats.is_broker_active(self.now, cluster, broker_name, broker_id)
 
     # ------------------------------------------------------------------------------------- log
 
     def _on_raft_leader(self) -> None:
+        if self.jraft:  # JRaftController.isLeaderState is node.isLeader(): it serves at once, schedules nothing
+            self.leader = True
+            if self.repl is not None:
+                self.observe("ctl.leader", node=self.name, term=self.repl.state.term)
+            else:
+                self.observe("ctl.leader", node=self.name)
+            return
         self.spawn("RoleChangeHandler", self._become_leader())
 
     def _on_raft_follower(self) -> None:
@@ -156,8 +174,7 @@ class ControllerNode(Actor):
 
     def apply_committed(self, entry: LogEntry) -> None:
         """A committed entry of the replicated log, applied in order on this node."""
-        self._apply(entry)
-        entry.future.complete(True)
+        entry.future.complete(self._apply(entry))
 
     def _append(self, events: list[EventMessage | None], ctx: dict[str, Any]) -> list[LogEntry]:
         if self.repl is not None:
@@ -189,22 +206,65 @@ class ControllerNode(Actor):
             if entry.ready_at > self.now:
                 break
             entry.committed = True
-            self._apply(entry)
-            entry.future.complete(True)
+            entry.future.complete(self._apply(entry))
 
-    def _apply(self, entry: LogEntry, replay: bool = False) -> None:
-        """``DLedgerControllerStateMachine.onApply``: one committed entry, in order."""
+    def _apply(self, entry: LogEntry, replay: bool = False) -> Any:
+        """``DLedgerControllerStateMachine.onApply``: one committed entry, in order. Returns what completes the
+        entry's future: ``True``, or a JRaft request's result."""
         self.applied = entry.index + 1
+        if isinstance(entry.event, RequestEntry):
+            return self._apply_request(entry, replay)
         if entry.event is None:
-            return
+            return True
         if replay:  # rebuilding state after a restart: these entries were checked when first applied
             self.rim.apply_event(entry.event)
-            return
+            return True
         before = self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None)
         self.rim.apply_event(entry.event)
         extra = {"node": self.name, "term": entry.term} if self.repl is not None else {}
         self.observe("ctl.apply", index=entry.index, event=entry.event.to_dict(), ctx=entry.ctx, before=before,
                      after=self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None), **extra)
+        return True
+
+    def _apply_request(self, entry: LogEntry, replay: bool) -> ControllerResult:
+        """``JRaftControllerStateMachine.processEvent``: run the logged request on the applied state."""
+        req = entry.event
+        assert isinstance(req, RequestEntry)
+        name = req.broker_name
+        before = self.rim.snapshot().get(name, None)
+        local = B.JRAFT_APPLY_LOCAL_TIME in self.bugs
+        result = execute(self.rim, self.live, req, self.now, local)
+        if result is None:  # the closure runs with an error status
+            result = ControllerResult().fail(ResponseCode.CONTROLLER_JRAFT_INTERNAL_ERROR, "process event failed")
+        if replay or req.op in LIVENESS_OPS:
+            return result
+        extra = {"node": self.name, "term": entry.term} if self.repl is not None else {}
+        event = result.events[0].to_dict() if result.events else None
+        if extra:  # CTL-APPLY-PREFIX: what every node computed at this index
+            self.observe("ctl.result", index=entry.index, op=req.op, code=int(result.code), event=event, **extra)
+        if event is not None:
+            ctx = dict(entry.ctx, op=req.op, code=int(result.code), invokeTime=req.stamp, validatedAt=self.now)
+            if req.op == "electMaster":  # who was alive at invokeTime (CTL-CLEAN-ELECTION reads it)
+                at = self.now if local else req.stamp
+                replicas = self.rim.replica_info_table.get(name)
+                ctx["alive"] = {str(i): self.live.is_active(replicas.cluster_name, name, i, at)
+                                for i in sorted(replicas.broker_id_info)} if replicas else {}
+            self.observe("ctl.apply", index=entry.index, event=event, ctx=ctx, before=before,
+                         after=self.rim.snapshot().get(name, None), **extra)
+        return result
+
+    def _jraft_propose(self, op: str, args: dict[str, Any], ctx: dict[str, Any] | None = None,
+                       stamp: int | None = None) -> Future:
+        """``JRaftController.applyToJRaft``: a non-leader answers at once; the leader logs the request, and the
+        entry's future completes with the result when it applies here."""
+        if not self.leader:
+            fut = Future()
+            fut.complete(ControllerResult().fail(ResponseCode.CONTROLLER_NOT_LEADER,
+                                                 "The controller is not in leader state"))
+            return fut
+        entry = self._append([request(op, self.now if stamp is None else stamp, **args)],  # type: ignore[list-item]
+                             dict(ctx or {}, op=op))[-1]
+        return entry.future
 
     def inject_slow_commit(self, extra_ms: int, duration_ms: int) -> None:
         """Fault: appends made in the next ``duration_ms`` take ``extra_ms`` longer to commit."""
@@ -285,7 +345,7 @@ class ControllerNode(Actor):
             self.send(src, response_to(cmd, ResponseCode.CONTROLLER_NOT_LEADER,
                                        remark="The controller is not in leader state"))
             return
-        fut = handler(src, cmd)
+        fut = self._jraft_request(src, cmd) if self.jraft else handler(src, cmd)
         self.spawn(f"processor-{cmd.opaque}", self._process(src, cmd, fut))
 
     def _process(self, src: str, cmd: Command, fut: Future) -> Generator:
@@ -310,6 +370,38 @@ class ControllerNode(Actor):
             RequestCode.CONTROLLER_APPLY_BROKER_ID: self._apply_id,
         }
 
+    def _jraft_request(self, src: str, cmd: Command) -> Future:
+        """The JRaft controller's handlers: each request becomes an entry (``JRaftController.*``)."""
+        h, body, code = cmd.header, cmd.body or {}, cmd.code
+        if code == RequestCode.CONTROLLER_ELECT_MASTER:
+            return self._elect(src, cmd)
+        if code == RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET:
+            ctx = {"requester": src, "masterBrokerId": h.get("masterBrokerId"), "masterEpoch": h.get("masterEpoch"),
+                   "syncStateSetEpoch": body.get("syncStateSetEpoch"), "newSyncStateSet": body.get("syncStateSet")}
+            return self._jraft_propose("alterSyncStateSet", {
+                "brokerName": h["brokerName"], "masterBrokerId": h.get("masterBrokerId"),
+                "masterEpoch": h.get("masterEpoch"), "syncStateSet": list(body.get("syncStateSet", [])),
+                "syncStateSetEpoch": body.get("syncStateSetEpoch")}, ctx)
+        if code == RequestCode.CONTROLLER_REGISTER_BROKER:
+            return self._jraft_propose("registerSuccess", {
+                "clusterName": h.get("clusterName", ""), "brokerName": h["brokerName"], "brokerId": h["brokerId"],
+                "brokerAddress": h["brokerAddress"]}, {"requester": src})
+        if code == RequestCode.CONTROLLER_GET_REPLICA_INFO:
+            return self._jraft_propose("getReplicaInfo", {"brokerName": h["brokerName"]})
+        if code == RequestCode.CONTROLLER_GET_SYNC_STATE_DATA:
+            return self._jraft_propose("getSyncStateData", {"brokerNames": list(body.get("brokerNames", []))})
+        if code == RequestCode.CLEAN_BROKER_DATA:
+            return self._jraft_propose("cleanBrokerData", {
+                "clusterName": h.get("clusterName"), "brokerName": h["brokerName"],
+                "brokerControllerIdsToClean": h.get("brokerControllerIdsToClean"),
+                "isCleanLivingBroker": bool(h.get("isCleanLivingBroker", False))}, {"requester": src})
+        if code == RequestCode.CONTROLLER_GET_NEXT_BROKER_ID:
+            return self._jraft_propose("getNextBrokerId", {"clusterName": h.get("clusterName", ""),
+                                                           "brokerName": h["brokerName"]})
+        return self._jraft_propose("applyBrokerId", {  # CONTROLLER_APPLY_BROKER_ID (the handlers' last code)
+            "clusterName": h.get("clusterName", ""), "brokerName": h["brokerName"],
+            "appliedBrokerId": h["appliedBrokerId"], "registerCheckCode": h["registerCheckCode"]}, {"requester": src})
+
     def _alter(self, src: str, cmd: Command) -> Future:
         h, body = cmd.header, cmd.body or {}
         name = h["brokerName"]
@@ -327,6 +419,12 @@ class ControllerNode(Actor):
     def elect_master(self, broker_name: str, broker_id: int | None, designate: bool, cluster: str = "",
                      requester: str = "controller") -> Future:
         """``Controller.electMaster``; the validation context records who was alive."""
+        if self.jraft:
+            return self._jraft_propose("electMaster", {
+                "clusterName": cluster, "brokerName": broker_name, "brokerId": broker_id,
+                "designateElect": designate}, {"requester": requester, "brokerId": broker_id,
+                                               "designateElect": designate,
+                                               "unclean": self.cfg.enable_elect_unclean_master})
 
         def supplier() -> ControllerResult:
             result = self.rim.elect_master(broker_name, broker_id, designate, self.elect_policy, cluster)
@@ -381,12 +479,34 @@ class ControllerNode(Actor):
         h = cmd.header
         if h.get("brokerId") is None:  # CONTROLLER_INVALID_REQUEST; a oneway caller never sees it
             return
+        if self.jraft:  # RaftBrokerHeartBeatManager.onBrokerHeartbeat: through Raft, stamped with this node's clock
+            if self.first_heartbeat < 0:
+                self.first_heartbeat = self.now
+            self._jraft_propose("heartbeat", {k: h.get(k) for k in (
+                "clusterName", "brokerName", "brokerAddr", "brokerId", "heartbeatTimeoutMills", "epoch",
+                "maxOffset", "confirmOffset", "electionPriority")})
+            self.channels[src] = (h.get("clusterName", ""), h["brokerName"], h["brokerId"])
+            return
         self.heartbeats.on_broker_heartbeat(
             self.now, h.get("clusterName", ""), h["brokerName"], h.get("brokerAddr", ""), h.get("brokerId"),
             h.get("heartbeatTimeoutMills"), src, h.get("epoch"), h.get("maxOffset"), h.get("confirmOffset"),
             h.get("electionPriority"))
 
     def on_channel_closed(self, peer: str) -> None:
+        if self.jraft:
+            ident = self.channels.get(peer)
+            if ident is None:
+                return
+            fut = self._jraft_propose("closeChannel", {"clusterName": ident[0], "brokerName": ident[1],
+                                                       "brokerId": ident[2]})
+
+            def closed(result: ControllerResult | None) -> None:  # onBrokerChannelClose: SUCCESS, then inactive
+                if result is not None and result.code == ResponseCode.SUCCESS:
+                    self.channels.pop(peer, None)
+                    self.on_broker_inactive(*ident)
+
+            fut.add_done_callback(closed)
+            return
         ident = self.heartbeats.on_broker_channel_close(peer)
         if ident is not None:
             self.on_broker_inactive(*ident)
@@ -396,6 +516,22 @@ class ControllerNode(Actor):
             self.on_broker_inactive(*ident)
         return
         yield  # pragma: no cover - makes this a generator
+
+    def _jraft_scan(self) -> Generator:
+        """``RaftBrokerHeartBeatManager.scanNotActiveBroker``: a CHECK_NOT_ACTIVE_BROKER_REQUEST entry."""
+        if not self.leader:
+            return
+        if self.first_heartbeat < 0 or self.first_heartbeat + self.cfg.jraft_scan_wait_timeout_ms > self.now:
+            return
+        result: ControllerResult | None = yield Await(self._jraft_propose("checkNotActive", {}), WAIT_TIMEOUT_OUT)
+        if result is None or result.code != ResponseCode.SUCCESS:
+            return
+        for cluster, name, bid in (result.body or {}).get("inactive", []):
+            for ch, ident in list(self.channels.items()):
+                if ident == (cluster, name, bid):
+                    del self.channels[ch]  # RemotingHelper.closeChannel
+                    break
+            self.on_broker_inactive(cluster, name, bid)
 
     def _scan_inactive_master_and_trigger_reelect(self) -> Generator:
         if self.leader:
@@ -412,7 +548,8 @@ class ControllerNode(Actor):
         if broker_id is None:
             self.spawn("triggerElectMaster", self._trigger_elect_master(broker_name))
             return
-        fut = self._submit("getReplicaInfo", lambda: self.rim.get_replica_info(broker_name), False, {})
+        fut = self._jraft_propose("getReplicaInfo", {"brokerName": broker_name}) if self.jraft else \
+            self._submit("getReplicaInfo", lambda: self.rim.get_replica_info(broker_name), False, {})
 
         def done(result: ControllerResult | None) -> None:
             if result is None or result.code != ResponseCode.SUCCESS:

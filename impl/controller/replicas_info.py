@@ -177,6 +177,24 @@ EventMessage = (
 )
 
 
+@dataclass(frozen=True)
+class RequestEntry:
+    """A JRaft log entry: the request itself (``JRaftController.applyToJRaft`` logs the encoded
+    ``RemotingCommand``); ``JRaftControllerStateMachine.processEvent`` runs it at apply (``impl/controller/jraft.py``).
+    ``stamp``: ``invokeTime`` / ``checkTimeMillis`` / the live info's timestamp, per kind."""
+
+    op: str
+    args: tuple[tuple[str, Any], ...]
+    stamp: int
+
+    @property
+    def broker_name(self) -> str:
+        return str(dict(self.args).get("brokerName", ""))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "Request", "op": self.op, "args": dict(self.args), "stamp": self.stamp}
+
+
 def event_from_dict(d: dict[str, Any]) -> EventMessage:
     """Inverse of ``to_dict`` (used when a trace or a TLC counterexample is replayed)."""
     t = d["type"]
@@ -192,6 +210,8 @@ def event_from_dict(d: dict[str, Any]) -> EventMessage:
         return CleanBrokerDataEvent(d["brokerName"], None if ids is None else frozenset(ids))
     if t == "UpdateBrokerAddress":
         return UpdateBrokerAddressEvent(d["clusterName"], d["brokerName"], d["brokerAddress"], d["brokerId"])
+    if t == "Request":
+        return RequestEntry(d["op"], tuple(sorted(d["args"].items())), d["stamp"])  # type: ignore[return-value]
     raise ValueError(f"unknown controller event type {t!r}")
 
 

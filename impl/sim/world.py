@@ -112,6 +112,7 @@ class Simulation(WorldView):
             disk.keep_residue = cfg.sim.file_residue and B.FIX_TRUNCATE_CLEARS_FILE not in bugs
         self.ctl_disks = {c: ControllerDisk() for c in self.controllers}
         self.ctl_disk = self.ctl_disks[self.controller]
+        self.ctl_commit_mark: dict[str, int] = {}  # a crashed controller node's commit position (JRaft leaders)
         self.nodes: dict[str, Actor | None] = {}
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
@@ -198,6 +199,13 @@ class Simulation(WorldView):
         term = max(n.repl.state.term for n in up)  # type: ignore[union-attr]
         for node in up:
             if node.leader and node.repl.state.term == term:  # type: ignore[union-attr]
+                if node.jraft:  # type: ignore[union-attr]
+                    # a JRaft leader serves at once (every request is an entry, so its answers follow the log), but
+                    # its applied state lags what the group committed until it catches up: nothing to check yet
+                    high = max([self.ctl_commit_mark.get(c, 0) for c in self.controllers]
+                               + [n.repl.commit for n in up])  # type: ignore[union-attr]
+                    if node.applied < high:  # type: ignore[union-attr]
+                        return None
                 return node  # type: ignore[return-value]
         return None
 
@@ -634,6 +642,9 @@ class Simulation(WorldView):
         self.inc[name] += 1
         dead = self.nodes[name]
         if dead is not None:
+            repl = getattr(dead, "repl", None)
+            if repl is not None:
+                self.ctl_commit_mark[name] = max(self.ctl_commit_mark.get(name, 0), repl.commit)
             dead.halt()
         self.nodes[name] = None
         self.paused.pop(name, None)
