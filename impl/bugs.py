@@ -31,6 +31,7 @@ QUEUE_TABLE_NOT_RECOVERED = "queue-table-not-recovered"
 OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
 TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
 JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
+APPEND_SPANS_FILE = "append-spans-file"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -162,6 +163,12 @@ BUGS: dict[str, Bug] = {
             "A JRaft controller node validates a logged request with the time it applies it, so a node that applies "
             "late computes another answer from the same entry.", kind="fidelity",
             needs=(("cluster", "controllers", 3), ("controller", "controllerType", "jRaft"))),
+        Bug(APPEND_SPANS_FILE, "STORE-NO-SPAN-FILE",
+            "CommitLog.DefaultAppendMessageCallback.doAppend (END_OF_FILE when msgLen + 8 > maxBlank)",
+            "synthetic (the master appends a message across the end of a mapped file, without the filler)",
+            "A master appends a message that does not fit in its mapped file across the file end instead of closing "
+            "the file with a filler and starting the next one.", kind="fidelity",
+            needs=(("sim", "file_boundaries", True),)),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "

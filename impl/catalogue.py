@@ -157,8 +157,15 @@ CATALOGUE: list[Invariant] = [
               "CommitLog.recoverNormally / recoverAbnormally (scan to the first invalid message) after "
               "MappedFileQueue.truncateDirtyFiles (moves the write position, leaves the bytes)", "store",
               "", reads=("brokers",)),
+    Invariant("STORE-NO-SPAN-FILE",
+              "No message crosses the end of a mapped file: a message that does not fit in what is left of a file "
+              "(keeping 8 bytes for a filler) goes to the next file, after a filler that closes this one.",
+              "CommitLog.DefaultAppendMessageCallback.doAppend (END_OF_FILE, BLANK_MAGIC_CODE) + "
+              "ReputMessageService.doReput / recoverAbnormally (a filler rolls to the next file)", "store",
+              "only with [sim] file_boundaries", reads=("brokers",)),
     Invariant("STORE-WHOLE-MESSAGES",
-              "Every commit log is a sequence of whole, valid messages, except for an incomplete last one.",
+              "Every commit log is a sequence of whole, valid messages (and end-of-file fillers), except for an "
+              "incomplete last one.",
               "CommitLog.checkMessageAndReturnSize; AutoSwitchHAService.truncateInvalidMsg; recovery", "store",
               reads=("brokers",)),
     # ---------------------------------------------------------------------------------------- sync
@@ -610,6 +617,12 @@ class Checker:
                         self._fail("EPOCH-FILE-WF", f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts",
                                    broker=b)
                         return
+                spans = node.store.commitlog.spans
+                if spans and node.store.commitlog.file_size:
+                    pos, size = spans[0]
+                    self._fail("STORE-NO-SPAN-FILE", f"{b} holds a {size}-byte record at {pos} that crosses the end "
+                               f"of its {node.store.commitlog.file_size}-byte mapped file", broker=b)
+                    return
                 if b in self.crash_end and self.world.inc.get(b, 0) > 0:
                     was = self.crash_end.pop(b)
                     if node.store.max_phy_offset > was:

@@ -162,6 +162,9 @@ class SimConfig:
     file_residue: bool = _sim(False, "truncation leaves the cut bytes in the mapped file until overwritten, and "
                               "recovery scans them (MappedFileQueue.truncateDirtyFiles moves positions only)",
                               quiet=True)
+    file_boundaries: bool = _sim(False, "the commit log is mapped files of [store] mappedFileSizeCommitLog: a message "
+                                 "that does not fit (with 8 bytes to spare) goes to the next file after a filler",
+                                 quiet=True)
     base_offset: int = _sim(0, "physical offset at which every broker's commit log starts (a long history, older "
                             "files deleted): offsets past 2^31 and 2^32 with a small log", quiet=True)
 
@@ -236,7 +239,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # it (part 7); consumer restarts (part 2: consumer offsets need the queues). Part 6 has no settings.
     FIDELITY: {"cluster": {"controllers": 3}, "store": {"allAckInSyncStateSet": True},
                "network": {"ha_fragment": 0.3}, "workload": {"queues": 4},
-               "sim": {"base_offset": 2**31 - 65536, "file_residue": True},
+               "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},
                "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
                                       "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
                                       "slow-apply": 0.5}}},
@@ -340,6 +343,8 @@ def validate(cfg: Config) -> None:
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
         (0 <= cfg.workload.queues <= 64, "[workload] queues must be between 0 and 64"),
         (cfg.cluster.controllers in (1, 3, 5), "[cluster] controllers must be 1, 3 or 5"),
+        (not cfg.sim.file_boundaries or cfg.store.mapped_file_size_commit_log >= 2 * cfg.workload.message_size_max
+         + 4096, "[sim] file_boundaries needs mappedFileSizeCommitLog >= 2 x message_size_max + 4 KiB"),
         (cfg.controller.controller_type in ("DLedger", "jRaft"),
          "[controller] controllerType must be DLedger or jRaft"),
         (cfg.faults.mean_interval > 0, "[faults] mean_interval must be positive"),

@@ -156,6 +156,11 @@ SCENARIOS: dict[str, Scenario] = {
                  story="A 3-node controller group: the leader ctl1 dies while ctl2 and ctl3 cannot reach each other; "
                        "each keeps timing out into a new term alone. ctl1 returns, and while both candidates stand at "
                        "the same term it gives each its vote: two leaders of one term."),
+        Scenario(B.APPEND_SPANS_FILE, 1, 20000,
+                 [{"t": 9000, "do": "produce", "count": 40, "size": 500}],
+                 config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,
+                 story="16 KiB mapped files; forty 500-byte messages fill the first one. The master appends the "
+                       "message that does not fit across the file end instead of closing the file with a filler."),
         Scenario(B.JRAFT_APPLY_LOCAL_TIME, 1, 40000,
                  [{"t": 14000, "do": "slow-apply", "node": "ctl1", "extra": 12000, "duration": 30000},
                   {"t": 15000, "do": "crash", "node": "b1"}],

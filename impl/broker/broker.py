@@ -40,7 +40,7 @@ PULL_BATCH = 32
 class BrokerNode(Actor):
     def __init__(self, name: str, broker_cfg: BrokerConfig, store_cfg: MessageStoreConfig, disk: BrokerDisk,
                  rng: DetRng, controllers: list[str], nameserver: str, bugs: frozenset[str] = frozenset(),
-                 election_priority: int | None = None, queues: int = 0) -> None:
+                 election_priority: int | None = None, queues: int = 0, file_boundaries: bool = False) -> None:
         super().__init__(name, rng)
         self.broker_cfg = broker_cfg
         self.store_cfg = store_cfg
@@ -51,7 +51,8 @@ class BrokerNode(Actor):
         self.controller_addresses = [f"{c}:9878" for c in controllers]
         self.nameserver = nameserver
         self.election_priority = broker_cfg.broker_election_priority if election_priority is None else election_priority
-        self.store = MessageStore(disk, store_cfg, controller_mode=True, bugs=bugs, queues=queues)
+        self.store = MessageStore(disk, store_cfg, controller_mode=True, bugs=bugs, queues=queues,
+                                  file_boundaries=file_boundaries)
         self.ha = AutoSwitchHAService(self, self.store, store_cfg, bugs)
         self.store.on_truncate = self._on_truncate
         self.isolated = True

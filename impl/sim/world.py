@@ -677,7 +677,7 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
             return LegacyBrokerNode(name, cfg.broker, cfg.store, disk, rng, nameserver,
                                     master=(idx == 0), master_name=brokers[0])
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
-                          queues=cfg.workload.queues)
+                          queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries)
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
     if name == "c1":

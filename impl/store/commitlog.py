@@ -29,7 +29,7 @@ from ..codes import BrokerRole
 from ..config import MessageStoreConfig
 from .disk import BrokerDisk
 from .epoch_cache import EpochFileCache
-from .message import Record, body_for, check, encode, queue_body, queue_of
+from .message import END_FILE_MIN_BLANK_LENGTH, Record, body_for, check, encode, encode_blank, queue_body, queue_of
 from .offsets import base_of
 
 PAGE = 4096
@@ -38,8 +38,13 @@ PAGE = 4096
 class CommitLog:
     """The byte log with an index of the whole messages it holds (for reads and for the checkers)."""
 
-    def __init__(self, disk: BrokerDisk, track_queues: bool = False) -> None:
+    def __init__(self, disk: BrokerDisk, track_queues: bool = False, file_size: int = 0) -> None:
         self.disk = disk
+        # [sim] file_boundaries: the mapped-file size appends respect (a filler closes a file a message does not
+        # fit in); 0: one unbounded file, as before. ``spans``: records that cross a file end (STORE-NO-SPAN-FILE).
+        self.file_size = file_size
+        self.spans: list[tuple[int, int]] = []
+        self.spans_allowed = False  # switch append-spans-file: the master appends across a file end
         # [workload] queues: per queue, the last queue offset in log order, and every place where the next message
         # of a queue did not carry the next offset (QUEUE-OFFSET-GAPLESS): (offset, queueId, queueOffset, expected)
         self.track_queues = track_queues
@@ -73,7 +78,12 @@ class CommitLog:
         pos = self.parsed_upto
         while pos < end:
             size, key = check(buf, pos, end)
+            if size > 0 and key is None:  # an end-of-file filler: nothing to index, the next file follows
+                self._note_span(pos, size)
+                pos += size
+                continue
             if size > 0:
+                self._note_span(pos, size)
                 self.records.append(Record(pos, size, key))  # type: ignore[arg-type]
                 self.ends.append(pos + size)
                 if self.track_queues:
@@ -90,6 +100,11 @@ class CommitLog:
                 nxt += 1
             pos = nxt
         self.parsed_upto = pos
+
+    def _note_span(self, pos: int, size: int) -> None:
+        f = self.file_size
+        if f and pos // f != (pos + size - 1) // f:
+            self.spans.append((pos, size))
 
     def _note_queue(self, buf: bytearray, pos: int) -> None:
         q = queue_of(buf, pos)
@@ -114,6 +129,12 @@ class CommitLog:
         offset = len(self.disk.commitlog)
         body = body_for(key, body_size) if queue is None else queue_body(key, body_size, *queue)
         raw = encode(key, body, offset, born)
+        if self.file_size and not self.spans_allowed:
+            room = self.file_size - offset % self.file_size  # maxBlank
+            if len(raw) + END_FILE_MIN_BLANK_LENGTH > room:  # END_OF_FILE: a filler, then a new mapped file
+                self.disk.commitlog += encode_blank(room)
+                offset += room
+                raw = encode(key, body, offset, born)
         self.disk.commitlog += raw
         self.version += 1
         self._index()
@@ -140,6 +161,7 @@ class CommitLog:
             if not copies:
                 del self.keys[rec.key]
         self.torn = [t for t in self.torn if t < offset]
+        self.spans = [s for s in self.spans if s[0] < offset]
         self.parsed_upto = self.records[-1].offset + self.records[-1].size if self.records else self.min_offset
         if self.torn and self.torn[-1] >= self.parsed_upto:
             self.parsed_upto = min(self.parsed_upto, self.torn[-1])
@@ -198,7 +220,7 @@ class MessageStore:
     """``DefaultMessageStore`` + the role-dependent half of ``CommitLog``."""
 
     def __init__(self, disk: BrokerDisk, cfg: MessageStoreConfig, controller_mode: bool = True,
-                 bugs: frozenset[str] = frozenset(), queues: int = 0) -> None:
+                 bugs: frozenset[str] = frozenset(), queues: int = 0, file_boundaries: bool = False) -> None:
         self.disk = disk
         self.cfg = cfg
         self.queues = queues
@@ -206,7 +228,9 @@ class MessageStore:
         self.consume_queues: dict[int, dict[int, Dispatched]] = {}
         self.topic_queue_table: dict[int, int] = {}
         self.controller_mode = controller_mode
-        self.commitlog = CommitLog(disk, track_queues=queues > 0)
+        self.commitlog = CommitLog(disk, track_queues=queues > 0,
+                                   file_size=cfg.mapped_file_size_commit_log if file_boundaries else 0)
+        self.commitlog.spans_allowed = B.APPEND_SPANS_FILE in bugs
         self.epoch_cache = EpochFileCache(disk.write_epoch_file)
         if disk.epoch_file:
             self.epoch_cache.init_cache_from_file(disk.epoch_file)
@@ -343,6 +367,11 @@ class MessageStore:
         n = 0
         while self.reput_from_offset < end and self.reput_from_offset < limit:
             size, key = check(buf, self.reput_from_offset, limit)
+            if size > 0 and key is None:  # a filler: rollNextFile (nothing to dispatch)
+                if self.reput_from_offset + size > end:
+                    break
+                self.reput_from_offset += size
+                continue
             if size > 0:
                 if self.reput_from_offset + size > end:
                     break

@@ -18,6 +18,9 @@ from typing import NamedTuple
 from .offsets import base_of
 
 MESSAGE_MAGIC_CODE = 0xDAA320A7
+BLANK_MAGIC_CODE = 0xCBD43194  # CommitLog.BLANK_MAGIC_CODE (-875286124): the filler at the end of a mapped file
+END_FILE_MIN_BLANK_LENGTH = 8  # DefaultAppendMessageCallback: a file end keeps room for a filler's size and magic
+_BLANK = struct.Struct(">iI")
 _HEAD = struct.Struct(">iIIqqH")  # totalSize, magic, crc, physicalOffset, bornTimestamp, keyLen
 _BODYLEN = struct.Struct(">i")
 HEADER_SIZE = _HEAD.size  # 30
@@ -64,15 +67,28 @@ def encode(key: str, body: bytes, physical_offset: int, born: int) -> bytes:
                      _BODYLEN.pack(len(body)), body))
 
 
+def encode_blank(size: int) -> bytes:
+    """The end-of-file filler (``doAppend`` when ``msgLen + END_FILE_MIN_BLANK_LENGTH > maxBlank``): its size
+    (the rest of the file) and ``BLANK_MAGIC_CODE``; the kit zeroes the rest, a fresh mapped file's content."""
+    return _BLANK.pack(size, BLANK_MAGIC_CODE) + bytes(size - _BLANK.size)
+
+
 def check(buf: bytes | bytearray | memoryview, pos: int, end: int) -> tuple[int, str | None]:
     """``checkMessageAndReturnSize`` at ``pos`` within ``buf[:end]``.
 
-    Returns ``(size, key)`` for a whole valid message, ``(0, None)`` when fewer bytes than a whole message
-    are present (a tail still arriving), and ``(-1, None)`` when the bytes are not a message.
+    Returns ``(size, key)`` for a whole valid message, ``(size, None)`` with ``size > 0`` for a whole end-of-file
+    filler (``BLANK_MAGIC_CODE``: success, nothing to dispatch, the next file follows), ``(0, None)`` when fewer
+    bytes than a whole record are present (a tail still arriving), and ``(-1, None)`` when the bytes are not one.
     """
+    raw = pos - base_of(buf)  # offsets are physical; a BasedLog's buffer starts at its base
+    if end - pos >= _BLANK.size:
+        blank, bmagic = _BLANK.unpack_from(buf, raw)
+        if bmagic == BLANK_MAGIC_CODE:
+            if blank < _BLANK.size:
+                return -1, None
+            return (blank, None) if end - pos >= blank else (0, None)
     if end - pos < MIN_SIZE:
         return 0, None
-    raw = pos - base_of(buf)  # offsets are physical; a BasedLog's buffer starts at its base
     total, magic, crc, phys, _born, klen = _HEAD.unpack_from(buf, raw)
     if magic != MESSAGE_MAGIC_CODE or total < MIN_SIZE or phys != pos:
         return -1, None
