@@ -243,6 +243,12 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
                                       "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
                                       "slow-apply": 0.5}}},
+    # safe, with a 3-node controller group of the JRaft flavour (part 1: requests validated at apply, liveness
+    # replicated) under the controller faults
+    "jraft": {"cluster": {"controllers": 3}, "controller": {"controllerType": "jRaft"},
+              "store": {"allAckInSyncStateSet": True},
+              "faults": {"weights": {"crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
+                                     "slow-apply": 0.5}}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},

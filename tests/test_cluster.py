@@ -9,6 +9,7 @@ when a test ends, whatever happened.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import struct
 import time
@@ -153,3 +154,13 @@ def test_the_same_schedule_without_unclean_election_loses_nothing(tmp_path: Path
     assert r["valid"], r["violations"]
     (f,) = r["failovers"]
     assert f["newMaster"] in (None, f["oldMaster"])  # nobody else may take over: the set waits for its member
+
+
+@pytest.mark.slow
+def test_a_killed_controller_leader_is_replaced_in_a_jraft_group(tmp_path: Path) -> None:
+    cfg = local_config(PROFILES["jraft"])
+    r = run_test(RunOptions(tmp_path / "jraft", cfg, "jraft", duration=8.0, faults=("kill-controller",), down=3.0))
+    assert r["valid"], (r["violations"], r["notes"])
+    assert r["counts"]["acked"] > 20
+    crashed = [json.loads(line) for line in (tmp_path / "jraft" / "faults.jsonl").read_text().splitlines()]
+    assert any(a.get("do") == "crash" and str(a.get("node", "")).startswith("ctl") for a in crashed)

@@ -4,7 +4,9 @@ Each recipe acts on the master of the moment (read from the nodes' status) and u
 (SIGKILL, restart after ``down`` s), ``pause-master`` (SIGSTOP, SIGCONT), ``partition-master`` (the master cut from
 every other node both ways, then healed), ``isolate-master`` (the master cut from the other brokers until its
 SyncStateSet shrinks to itself, then killed while the controller can still reach the others: a failover that
-only an unclean election can complete; restart after the heal). Every action is written to ``faults.jsonl`` with
+only an unclean election can complete; restart after the heal), ``kill-controller`` (SIGKILL the controller that
+leads, restart after ``down`` s: with one controller the set cannot fail over meanwhile; with three, another node
+takes over). Every action is written to ``faults.jsonl`` with
 the cluster clock, in the shape of the simulator's fault actions (``do``, ``node``, ``id``, ``links``).
 Every wait is bounded.
 """
@@ -20,7 +22,7 @@ from typing import Any
 from . import control as C
 from .spec import ClusterSpec
 
-RECIPES = ("kill-master", "pause-master", "partition-master", "isolate-master")
+RECIPES = ("kill-master", "pause-master", "partition-master", "isolate-master", "kill-controller")
 
 
 class Nemesis:
@@ -76,7 +78,17 @@ class Nemesis:
 
     # ------------------------------------------------------------------------------------------- recipes
 
+    def controller_leader(self) -> str | None:
+        for c in self.spec.controllers:
+            st = C.query(self.spec, c, 0.5)
+            if st and st.get("leader"):
+                return c
+        return None
+
     def play(self, recipe: str) -> None:
+        if recipe == "kill-controller":
+            self._kill_controller()
+            return
         m = self.wait_master(10.0)
         if m is None:
             self.act("skip", recipe=recipe, why="no master")
@@ -93,6 +105,18 @@ class Nemesis:
         time.sleep(self.down_s)
         C.start_node(self.spec, name)
         self.act("restart", node=name)
+
+    def _kill_controller(self) -> None:
+        leader = self.controller_leader()
+        if leader is None:
+            self.act("skip", recipe="kill-controller", why="no controller leads")
+            return
+        t = self.now()
+        C.signal_node(self.spec, leader, signal.SIGKILL)
+        self.act("crash", t, node=leader)
+        time.sleep(self.down_s)
+        C.start_node(self.spec, leader)
+        self.act("restart", node=leader)
 
     def _pause_master(self, name: str, st: dict[str, Any]) -> None:
         t = self.now()
