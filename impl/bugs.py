@@ -32,6 +32,7 @@ OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
 TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
 JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 APPEND_SPANS_FILE = "append-spans-file"
+SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -45,10 +46,11 @@ FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH = "fix-epoch-eq-replaces-empty-epoch"
 FIX_TRANSFER_CHECKS_LOG_END = "fix-transfer-checks-log-end"
 FIX_RECOVER_NORMALLY_UP_TO_CONFIRM = "fix-recover-normally-up-to-confirm"
 FIX_TRUNCATE_CLEARS_FILE = "fix-truncate-clears-file"
+FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
-             FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE)
+             FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES)
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,12 @@ BUGS: dict[str, Bug] = {
             "A master appends a message that does not fit in its mapped file across the file end instead of closing "
             "the file with a filler and starting the next one.", kind="fidelity",
             needs=(("sim", "file_boundaries", True),)),
+        Bug(SLAVE_SKIPS_TOPIC_SYNC, "QUEUE-ACKED-READABLE",
+            "SlaveSynchronize.syncTopicConfig (ReplicasManager.handleSlaveSynchronize, every 10 s)",
+            "synthetic (a slave never copies the master's topic config)",
+            "A slave keeps the topic config it was deployed with and never syncs the master's, so a queue expansion "
+            "made long before a failover is lost with it.", kind="fidelity",
+            needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "
@@ -218,6 +226,12 @@ BUGS: dict[str, Bug] = {
             "finding F-TRUNCATED-TAIL-RESURRECTS",
             "A truncation clears the mapped file past the new write position (or recovery stops at the write "
             "position it had), so a later recovery scan cannot read the cut bytes back.", kind="fix"),
+        Bug(FIX_MASTER_COVERS_ITS_QUEUES, "QUEUE-ACKED-READABLE",
+            "ReplicasManager.changeToMaster (topic config as last synced by SlaveSynchronize)",
+            "finding F-TOPIC-CONFIG-LOST-ON-FAILOVER",
+            "A broker that turns master widens the topic's read and write queue counts to cover every queue its "
+            "consume queues hold (its log is the record of which queues were written), so a queue expansion the "
+            "slave had not synced yet survives the failover.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

@@ -208,6 +208,13 @@ CATALOGUE: list[Invariant] = [
               "(a slave's offsets lag the master's: a failover re-delivers, it does not skip) + "
               "ConsumerManageProcessor.queryConsumerOffset", "client", "only with [workload] queues",
               on=("client.seen",)),
+    Invariant("QUEUE-ACKED-READABLE",
+              "Every queue that holds an acknowledged message stays readable: the established master's topic config "
+              "has more read queues than the highest queue id any PUT_OK message was written to.",
+              "TopicConfigManager.updateTopicConfig (an admin grows the topic on the master) + "
+              "SlaveSynchronize.syncTopicConfig (a slave copies it every 10 s) + PullMessageProcessor (a queue id "
+              ">= readQueueNums is refused)", "client",
+              "only with [workload] topic_config; the kit's admin only grows the topic", reads=("brokers",)),
     Invariant("SYNC-NO-ACK-LOSS",
               "Every message a producer saw PUT_OK for is in the log of the master the controller has established "
               "(after any failover).",
@@ -278,6 +285,8 @@ class Checker:
         self.queue_seen: dict[tuple[int, int], str] = {}  # (queueId, queueOffset) -> key a consumer read there
         self.queue_contig: dict[int, int] = {}  # queueId -> the first offset the group has not read
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went (STORE-NO-RESURRECT)
+        self.key_queue: dict[str, int] = {}  # key -> the queue id of its first append (QUEUE-ACKED-READABLE)
+        self.acked_queue_max = -1
         self._handlers: dict[str, list[Callable[[dict[str, Any]], None]]] = {}
         for kind, fn in [
             ("ctl.apply", self._on_ctl_apply), ("brk.role", self._on_brk_role), ("brk.sss", self._on_brk_sss),
@@ -320,6 +329,8 @@ class Checker:
             self._check_no_loss()
             if "SYNC-SSS-HOLDS-ACKED" in self.enabled:
                 self._check_sss_holds_acked()
+            if self.acked_queue_max >= 0:
+                self._check_queues_readable()
         self._full_recheck = False
 
     def _check_nameserver(self) -> None:
@@ -821,6 +832,7 @@ class Checker:
     def _on_append_queue(self, obs: dict[str, Any]) -> None:
         if "queueId" not in obs:
             return
+        self.key_queue.setdefault(obs["key"], obs["queueId"])
         had = self.queue_seen.get((obs["queueId"], obs["queueOffset"]))
         if had is None or had == obs["key"]:
             return
@@ -839,6 +851,7 @@ class Checker:
             self.acked[obs["key"]] = self.world.now
             self.acked_list.append(obs["key"])
             self.acked_pending.append(obs["key"])
+            self.acked_queue_max = max(self.acked_queue_max, self.key_queue.get(obs["key"], -1))
 
     def reference_master(self) -> BrokerNode | None:
         """The master the controller has established: named by it, up, and master at the controller's mE."""
@@ -883,6 +896,16 @@ class Checker:
                 return
         self.acked_pending = []
         self.seen_pending = []
+
+    def _check_queues_readable(self) -> None:
+        master = self.reference_master()
+        topics = getattr(master, "topics", None)
+        if master is None or topics is None or topics.read > self.acked_queue_max:
+            return
+        self._fail("QUEUE-ACKED-READABLE", f"master {master.name} (mE {master.replicas.master_epoch}) serves "
+                   f"{topics.read} read queues, but a message was acknowledged PUT_OK in queue "
+                   f"{self.acked_queue_max}: consumers never read that queue", master=master.status(),
+                   topic=topics.to_wire())
 
     def _check_sss_holds_acked(self) -> None:
         world = self.world

@@ -43,6 +43,9 @@ class RequestCode(IntEnum):
     GET_MAX_OFFSET = 30
     UPDATE_CONSUMER_OFFSET = 15
     GET_ALL_CONSUMER_OFFSET = 43
+    # topic config (AdminBrokerProcessor.updateAndCreateTopic; SlaveSynchronize.syncTopicConfig)
+    UPDATE_AND_CREATE_TOPIC = 17
+    GET_ALL_TOPIC_CONFIG = 21
 
 
 class ResponseCode(IntEnum):

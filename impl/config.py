@@ -138,6 +138,11 @@ class WorkloadConfig:
     queues: int = _sim(0, "queues of the topic: messages carry a queue id and a queue offset the master assigns, "
                        "consumers pull per queue (0: one implicit queue, the consume queue is the dispatch order)",
                        quiet=True)
+    topic_config: bool = _sim(False, "brokers keep the topic's config (read/write queue counts and data version: "
+                              "TopicConfigManager), register it with the nameserver, slaves sync it every 10 s "
+                              "(SlaveSynchronize.syncTopicConfig); producers and consumers take the queue counts from "
+                              "the route; the fault expand-queues grows the topic on the master (needs queues)",
+                              quiet=True)
 
 
 @dataclass
@@ -236,13 +241,14 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # weights: a 3-node controller group (part 1: leader crashes and cuts, slow applies); topics and queues
     # (part 3: 4 queues); disk and recovery (part 4: clean stops, lost checkpoints,
     # truncated bytes left in the file); HA writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross
-    # it (part 7); consumer restarts (part 2: consumer offsets need the queues). Part 6 has no settings.
+    # it (part 7); consumer restarts and topic growth (part 2: consumer offsets and topic config need the
+    # queues). Part 6 has no settings.
     FIDELITY: {"cluster": {"controllers": 3}, "store": {"allAckInSyncStateSet": True},
-               "network": {"ha_fragment": 0.3}, "workload": {"queues": 4},
+               "network": {"ha_fragment": 0.3}, "workload": {"queues": 4, "topic_config": True},
                "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},
                "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
                                       "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
-                                      "slow-apply": 0.5}}},
+                                      "slow-apply": 0.5, "expand-queues": 0.5}}},
     # safe, with a 3-node controller group of the JRaft flavour (part 1: requests validated at apply, liveness
     # replicated) under the controller faults
     "jraft": {"cluster": {"controllers": 3}, "controller": {"controllerType": "jRaft"},
@@ -348,6 +354,7 @@ def validate(cfg: Config) -> None:
          "[workload] need 8 <= message_size_min <= message_size_max <= 1 MiB"),
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
         (0 <= cfg.workload.queues <= 64, "[workload] queues must be between 0 and 64"),
+        (not cfg.workload.topic_config or cfg.workload.queues > 0, "[workload] topic_config needs [workload] queues"),
         (cfg.cluster.controllers in (1, 3, 5), "[cluster] controllers must be 1, 3 or 5"),
         (not cfg.sim.file_boundaries or cfg.store.mapped_file_size_commit_log >= 2 * cfg.workload.message_size_max
          + 4096, "[sim] file_boundaries needs mappedFileSizeCommitLog >= 2 x message_size_max + 4 KiB"),

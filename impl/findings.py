@@ -81,6 +81,12 @@ FINDINGS: dict[str, Finding] = {
                 ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_CHECKS_LOG_END,
                 "AutoSwitchHAConnection.transferToSlave (#9690's re-read end below nextTransferFromWhere)",
                 "a hole in apache/rocketmq PR #9690 (after 5.3.3); new"),
+        Finding("F-TOPIC-CONFIG-LOST-ON-FAILOVER",
+                "A queue expansion the slaves have not synced yet is lost with a failover, and the messages "
+                "acknowledged in the new queues are never consumed",
+                ("QUEUE-ACKED-READABLE",), B.FIX_MASTER_COVERS_ITS_QUEUES,
+                "SlaveSynchronize.syncTopicConfig (every 10 s, ReplicasManager.handleSlaveSynchronize) + "
+                "ReplicasManager.changeToMaster (keeps the topic config as last synced)", "new"),
     ]
 }
 

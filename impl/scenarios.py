@@ -148,6 +148,14 @@ SCENARIOS: dict[str, Scenario] = {
                  story="The consumer commits its offsets to master b2 after the slaves' last SlaveSynchronize; b2 "
                        "dies, the consumer restarts, and the new master, which holds no offset for the group, "
                        "starts it at the queues' end: the messages written in between are skipped."),
+        Scenario(B.SLAVE_SKIPS_TOPIC_SYNC, 1, 60000,
+                 [{"t": 8000, "do": "produce", "count": 4}, {"t": 16000, "do": "expand-queues", "by": 2},
+                  {"t": 31000, "do": "produce", "count": 6}, {"t": 45000, "do": "crash", "node": "b2"}],
+                 config=QUIET, fixes=tuple(f for f in B.FIXES_ALL if f != B.FIX_MASTER_COVERS_ITS_QUEUES),
+                 story="Master b2's topic grows from 4 to 6 queues at 16 s; the producer's route refresh at 30 s "
+                       "sends messages to queues 4 and 5; b2 dies at 45 s, long after the slaves' syncs at 27 s and "
+                       "39 s. Without the sync the new master b3 still serves 4 read queues (the fix of "
+                       "F-TOPIC-CONFIG-LOST-ON-FAILOVER is off: it would hide the deviation)."),
         Scenario(B.TWO_LEADERS_ONE_TERM, 8, 30000,
                  [{"t": 6000, "do": "partition", "id": "ab", "links": [["ctl2", "ctl3"], ["ctl3", "ctl2"]]},
                   {"t": 6000, "do": "crash", "node": "ctl1"},

@@ -543,9 +543,9 @@ def _names(sim: Simulation, mask: int) -> list[str]:
     return [sim.brokers[i] for i in M.members(mask)]
 
 
-FIDELITY_ACTIONS = ("stop", "lose-file", "slow-apply")
+FIDELITY_ACTIONS = ("stop", "lose-file", "slow-apply", "expand-queues")
 FIDELITY_KINDS = ("stop-broker", "lose-epoch-file", "lose-checkpoint", "restart-consumer", "crash-controller-leader",
-                  "isolate-controller-leader", "slow-apply")
+                  "isolate-controller-leader", "slow-apply", "expand-queues")
 
 
 def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:
@@ -555,6 +555,7 @@ def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:
         (cfg.cluster.controllers != 1, "a replicated controller group"),
         (cfg.controller.controller_type != "DLedger", "the JRaft controller flavour"),
         (cfg.workload.queues != 0, "topic queues"),
+        (cfg.workload.topic_config, "the topic's config"),
         (cfg.sim.base_offset != 0, "logs that start past offset 0"),
         (cfg.sim.file_residue, "truncated bytes left in files"),
         (any(cfg.faults.weights.get(k, 0) > 0 for k in FIDELITY_KINDS), "fidelity fault kinds"),

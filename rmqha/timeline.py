@@ -39,6 +39,8 @@ def _fmt_act(a: dict[str, Any]) -> str:
         return f"FAULT {a['node']} dispatch stalls {a['ms']} ms"
     if do == "admin-elect":
         return f"ADMIN electMaster designate={a.get('brokerId')}"
+    if do == "expand-queues":
+        return f"ADMIN updateTopic: +{a.get('by', 2)} queues on the master the nameserver routes"
     if do == "produce":
         return f"CLIENT produce {a.get('count', 1)}"
     return f"{do} {a}"
@@ -75,6 +77,9 @@ def _fmt_obs(o: dict[str, Any]) -> str | None:
         code = o.get("code")
         res = "no reply" if code is None else ("ok" if code == 0 else f"code {code}")
         return f"{n}   alterSyncStateSet {o['proposal']} (mE {o['masterEpoch']}, sE {o['syncStateSetEpoch']}): {res}"
+    if k == "brk.topic" and o.get("why") != "sync":  # a slave's syncs repeat every 10 s (the 5.3.3 QUIRK): left out
+        how = "grows the topic (updateTopicConfig)" if o["why"] == "admin" else "covers its consume queues (fix)"
+        return f"{n}   {how}: {o['read']} read / {o['write']} write queues"
     if k == "ha.expand":
         return f"{n}   proposes adding {o['slave']} -> {o['proposal']} (ack {o['ack']}, confirmOffset {o['confirm']})"
     if k == "ha.shrink":

@@ -45,6 +45,16 @@ EXPLICIT: dict[str, dict] = {
                      {"t": 61000, "do": "produce", "count": 1, "size": None},
                      {"t": 70000, "do": "heal", "id": "p1"}],
     },
+    "F-TOPIC-CONFIG-LOST-ON-FAILOVER": {
+        # the expansion lands just after the slaves' sync; the producer's periodic route refresh (30 s) picks it
+        # up; messages go to the new queues; the master dies before the slaves' next sync
+        "seed": 1,
+        "config": {"workload": {"produce_interval": 0, "consume_interval": 0, "queues": 4, "topic_config": True}},
+        "schedule": [{"t": 8000, "do": "produce", "count": 4, "size": None},
+                     {"t": 28000, "do": "expand-queues", "by": 2},
+                     {"t": 31000, "do": "produce", "count": 6, "size": None},
+                     {"t": 33000, "do": "crash", "node": "b2"}],
+    },
 }
 
 
@@ -52,6 +62,8 @@ EXPLICIT: dict[str, dict] = {
 SEARCH_CONFIG: dict[str, dict] = {
     "F-RECOVER-NORMALLY-PAST-CONFIRM": {"faults": {"weights": {"stop-broker": 3.0}}},
     "F-TRUNCATED-TAIL-RESURRECTS": {"sim": {"file_residue": True}},
+    "F-TOPIC-CONFIG-LOST-ON-FAILOVER": {"workload": {"queues": 4, "topic_config": True},
+                                        "faults": {"weights": {"expand-queues": 2.0}}},
 }
 
 

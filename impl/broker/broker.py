@@ -33,6 +33,7 @@ from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Monitor
 from ..store.commitlog import MessageStore
 from ..store.disk import BrokerDisk
 from .replicas_manager import ReplicasManager
+from .topic_config import TopicConfigManager
 
 PULL_BATCH = 32
 
@@ -40,7 +41,8 @@ PULL_BATCH = 32
 class BrokerNode(Actor):
     def __init__(self, name: str, broker_cfg: BrokerConfig, store_cfg: MessageStoreConfig, disk: BrokerDisk,
                  rng: DetRng, controllers: list[str], nameserver: str, bugs: frozenset[str] = frozenset(),
-                 election_priority: int | None = None, queues: int = 0, file_boundaries: bool = False) -> None:
+                 election_priority: int | None = None, queues: int = 0, file_boundaries: bool = False,
+                 topic_config: bool = False) -> None:
         super().__init__(name, rng)
         self.broker_cfg = broker_cfg
         self.store_cfg = store_cfg
@@ -60,6 +62,8 @@ class BrokerNode(Actor):
         self.data_version = 0  # TopicConfigManager data version's stateVersion
         self.replicas = ReplicasManager(self)
         self.consumer_offsets: dict[str, int] = dict(disk.consumer_offsets)  # ConsumerOffsetManager.load
+        # [workload] topic_config: TopicConfigManager.load (topics.json), else the topic is implicit
+        self.topics = TopicConfigManager(queues, disk.topics) if topic_config and queues else None
         self._reput_scheduled = False
         self._reput_stalled_until = -1
         self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
@@ -140,11 +144,34 @@ class BrokerNode(Actor):
         header = {"clusterName": self.broker_cfg.cluster_name, "brokerAddr": self.address,
                   "brokerName": self.broker_cfg.broker_name, "brokerId": self.configured_broker_id,
                   "haServerAddr": self.ha_address, "stateVersion": self.data_version}
+        if self.topics is not None:  # the topicConfigWrapper: its dataVersion's stateVersion is the stateVersion
+            header["topicConfig"] = self.topics.to_wire()
+            header["stateVersion"] = self.topics.version.state_version
         resp = yield Call(self.nameserver, Command(RequestCode.REGISTER_BROKER, 0, header), 3000)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
             ha_addr = resp.header.get("haServerAddr")
             if ha_addr is not None:  # handleRegisterBrokerResult (updateMasterHAServerAddrPeriodically)
                 self.ha.update_ha_master_address(ha_addr)
+
+    def next_data_version(self, master_epoch: int) -> None:
+        """``getTopicConfigManager().getDataVersion().nextVersion(newMasterEpoch)`` on a role change."""
+        self.data_version = master_epoch
+        if self.topics is not None:
+            self.topics.version.next_version(master_epoch, self.now)
+
+    def persist_topics(self, why: str) -> None:
+        """``TopicConfigManager.persist``: topics.json, written at once."""
+        topics = self.topics
+        assert topics is not None
+        self.disk.topics = topics.persisted()
+        self.observe("brk.topic", read=topics.read, write=topics.write, version=topics.version.to_wire(), why=why)
+
+    def cover_consume_queues(self) -> None:
+        """The fix of F-TOPIC-CONFIG-LOST-ON-FAILOVER: a new master's topic covers the queues its log holds."""
+        if self.topics is not None and B.FIX_MASTER_COVERS_ITS_QUEUES in self.bugs:
+            ids = [q for q, cq in self.store.consume_queues.items() if cq]
+            if self.topics.cover_queues(ids, self.replicas.master_epoch, self.now):
+                self.persist_topics("cover")
 
     # ------------------------------------------------------------------------------- requests
 
@@ -166,6 +193,19 @@ class BrokerNode(Actor):
             self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"offset": max(cq) + 1 if cq else 0}))
         elif code == RequestCode.GET_ALL_CONSUMER_OFFSET:  # what a slave's SlaveSynchronize.syncConsumerOffset reads
             self.send(src, response_to(cmd, ResponseCode.SUCCESS, {}, dict(self.consumer_offsets)))
+        elif code == RequestCode.UPDATE_AND_CREATE_TOPIC and self.topics is not None:
+            # AdminBrokerProcessor.updateAndCreateTopic -> TopicConfigManager.updateTopicConfig (put,
+            # updateDataVersion with the store's stateMachineVersion = masterEpoch, persist), then
+            # registerIncrementBrokerData: the nameserver hears of it at once
+            h = cmd.header
+            self.topics.update_topic_config(int(h["readQueueNums"]), int(h["writeQueueNums"]),
+                                            self.replicas.master_epoch, self.now)
+            self.persist_topics("admin")
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS))
+            if not self.isolated:
+                self.spawn("registerIncrementBrokerData", self._register_broker_all())
+        elif code == RequestCode.GET_ALL_TOPIC_CONFIG and self.topics is not None:
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {}, self.topics.to_wire()))
         elif code == RequestCode.NOTIFY_BROKER_ROLE_CHANGED:
             h, body = cmd.header, cmd.body or {}
             self.spawn("notifyBrokerRoleChanged", self.replicas.change_broker_role(
@@ -177,6 +217,11 @@ class BrokerNode(Actor):
     def _put(self, src: str, cmd: Command) -> None:
         store = self.store
         key, size = cmd.header["key"], cmd.header["bodySize"]
+        topics = self.topics
+        if topics is not None and int(cmd.header.get("queueId", 0)) >= max(topics.write, topics.read):
+            # AbstractSendMessageProcessor.msgCheck: "request queueId[%d] is illegal" (before the store's checks)
+            self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR, {"status": "QUEUE_ID_ILLEGAL", "key": key}))
+            return
         if store.role == BrokerRole.SLAVE or store.fenced:
             self._put_reply(src, cmd, PutMessageStatus.SERVICE_NOT_AVAILABLE, None)
             return
@@ -191,7 +236,8 @@ class BrokerNode(Actor):
             need_ack = 0
         queue: dict[str, int] = {}
         if store.queues:  # CommitLog.asyncPutMessage: the queue offset is assigned under the topic-queue lock
-            qid = int(cmd.header.get("queueId", 0)) % store.queues
+            qid = int(cmd.header.get("queueId", 0))
+            qid = qid if topics is not None else qid % store.queues
             queue = {"queueId": qid, "queueOffset": store.topic_queue_table.get(qid, 0)}
         offset, wrote = store.commitlog.append_message(key, size, self.now, (queue["queueId"], queue["queueOffset"])
                                                        if queue else None)
@@ -255,7 +301,11 @@ class BrokerNode(Actor):
         start = cmd.header.get("queueOffset", 0)
         confirm = self.store.get_confirm_offset()
         if self.store.queues:  # PullMessageProcessor -> DefaultMessageStore.getMessage on one consume queue
-            cq = self.store.consume_queues.get(int(cmd.header.get("queueId", 0)), {})
+            qid = int(cmd.header.get("queueId", 0))
+            if self.topics is not None and qid >= self.topics.read:  # "queueId[%d] is illegal"
+                self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR))
+                return
+            cq = self.store.consume_queues.get(qid, {})
             got = []
             while start + len(got) in cq and len(got) < PULL_BATCH:
                 d = cq[start + len(got)]

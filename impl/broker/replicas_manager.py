@@ -316,7 +316,7 @@ class ReplicasManager:
                 and node.configured_broker_id == MASTER_ID:
             self.change_sync_state_set(set(sss), sss_epoch)
             self.ha.change_to_master_when_last_role_is_master(new_master_epoch)
-            node.data_version = new_master_epoch
+            node.next_data_version(new_master_epoch)
             node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=True)
             node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
             node.register_broker_when_role_change()
@@ -329,7 +329,8 @@ class ReplicasManager:
         self.master_broker_id = self.broker_controller_id
         self._scheduling_check_sync_state_set()
         self._handle_slave_synchronize(False)
-        node.data_version = new_master_epoch
+        node.next_data_version(new_master_epoch)
+        node.cover_consume_queues()
         node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=False,
                      haAccepted=ok)
         node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
@@ -348,7 +349,7 @@ class ReplicasManager:
         self.master_epoch = new_master_epoch
         if new_master_id == self.master_broker_id:
             self.ha.change_to_slave_when_master_not_change(new_master_address, new_master_epoch)
-            node.data_version = new_master_epoch
+            node.next_data_version(new_master_epoch)
             node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
                          master=new_master_id, again=True)
             node.register_broker_when_role_change()
@@ -369,7 +370,7 @@ class ReplicasManager:
         self.master_address = new_master_address or ""
         self.master_broker_id = new_master_id
         ok = self.ha.change_to_slave(new_master_address, new_master_epoch, self.broker_controller_id)  # type: ignore[arg-type]
-        node.data_version = new_master_epoch
+        node.next_data_version(new_master_epoch)
         node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
                      master=new_master_id, again=False, haAccepted=ok)
         node.register_broker_when_role_change()
@@ -418,9 +419,10 @@ class ReplicasManager:
         yield Release(self.monitor)
 
     def _handle_slave_synchronize(self, slave: bool) -> None:
-        """``ReplicasManager.handleSlaveSynchronize``: a slave runs ``SlaveSynchronize.syncAll`` (here its consumer
-        offsets) when 10 s have passed since the last sync, checked every 3 s; a master stops it. With topic
-        queues only (``[workload] queues``): the single implicit queue has no consumer offsets."""
+        """``ReplicasManager.handleSlaveSynchronize``: a slave runs ``SlaveSynchronize.syncAll`` (here its topic
+        config with ``[workload] topic_config``, then its consumer offsets) when 10 s have passed since the last
+        sync, checked every 3 s; a master stops it. With topic queues only (``[workload] queues``): the single
+        implicit queue has no consumer offsets."""
         if not self.node.store.queues:
             return
         if self.slave_sync_task is not None:
@@ -431,13 +433,21 @@ class ReplicasManager:
 
     def _slave_sync(self) -> Generator:
         node = self.node
-        if node.now - self.last_slave_sync <= 10_000 or not self.master_address:
+        if node.now - self.last_slave_sync <= 10_000:
             return
-        resp = yield Call(self.master_address.split(":")[0], Command(RequestCode.GET_ALL_CONSUMER_OFFSET, 0, {}),
-                          self.cfg.rpc_timeout)
+        if not self.master_address:  # each sync checks masterAddr != null; the time is taken all the same
+            self.last_slave_sync = node.now
+            return
+        master = self.master_address.split(":")[0]
+        if node.topics is not None and B.SLAVE_SKIPS_TOPIC_SYNC not in node.bugs:  # syncAll: syncTopicConfig first
+            resp = yield Call(master, Command(RequestCode.GET_ALL_TOPIC_CONFIG, 0, {}), self.cfg.rpc_timeout)
+            if resp is not None and resp.code == ResponseCode.SUCCESS and resp.body and node.topics is not None \
+                    and node.topics.sync_from_master(resp.body, self.master_epoch, node.now):
+                node.persist_topics("sync")
+        resp = yield Call(master, Command(RequestCode.GET_ALL_CONSUMER_OFFSET, 0, {}), self.cfg.rpc_timeout)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
             node.consumer_offsets.update(resp.body or {})  # syncConsumerOffset: getOffsetTable().putAll(...)
-            self.last_slave_sync = node.now
+        self.last_slave_sync = node.now  # lastSyncTimeMs: after syncAll, each part's failure caught and logged
 
     def _scheduling_check_sync_state_set(self) -> None:
         self._stop_check_sync_state_set()

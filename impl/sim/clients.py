@@ -5,7 +5,8 @@
   outcome is the broker's status, ``TIMEOUT`` (unknown), or ``NO_ROUTE``.
 * Consumer: pulls the master's dispatched messages from a queue offset, in order, every
   ``consume_interval`` ms; everything it receives is *seen*.
-* Admin (``mqadmin electMaster`` / ``cleanBrokerData``): one-shot controller calls.
+* Admin (``mqadmin electMaster`` / ``cleanBrokerData``): one-shot controller calls; ``updateTopic`` (with
+  ``[workload] topic_config``): one broker call to the master.
 
 Each invocation and outcome is observed (``client.*``) so the checkers and the trace see the history.
 """
@@ -31,6 +32,7 @@ class ProducerNode(Actor):
         self.seq = 0
         self.in_flight = 0
         self._refreshing = False
+        self.write_queues = 0  # [workload] topic_config: writeQueueNums of the cached route (0: cfg.queues)
 
     def start(self) -> None:
         Periodic(self, "updateTopicRouteInfoFromNameServer", 10, self.cfg.route_refresh, self._refresh_route)
@@ -63,7 +65,7 @@ class ProducerNode(Actor):
         self.in_flight += 1
         header: dict[str, Any] = {"key": key, "bodySize": body, "brokerName": self.broker_name}
         if self.cfg.queues:  # selectOneMessageQueue: round robin over the topic's queues
-            header["queueId"] = int(key.rsplit("-", 1)[1]) % self.cfg.queues
+            header["queueId"] = int(key.rsplit("-", 1)[1]) % (self.write_queues or self.cfg.queues)
         resp = yield Call(target, Command(RequestCode.SEND_MESSAGE, 0, header), self.cfg.send_timeout)
         self.in_flight -= 1
         if resp is None:
@@ -92,6 +94,7 @@ class ProducerNode(Actor):
         if resp is not None and resp.code == ResponseCode.SUCCESS:
             addr = resp.header.get("masterAddr")
             self.master = addr.split(":")[0] if addr else None
+            self.write_queues = int(resp.header.get("writeQueueNums", 0))
 
 
 GROUP = "c1-group"  # the consumer group of c1
@@ -107,6 +110,7 @@ class ConsumerNode(Actor):
         self.master: str | None = None
         self.queue_offsets: dict[int, int] = {}  # [workload] queues: next offset per queue
         self.next_queue = 0
+        self.read_queues = 0  # [workload] topic_config: readQueueNums of the route (0: cfg.queues)
 
     def start(self) -> None:
         if self.cfg.consume_interval > 0:
@@ -121,6 +125,7 @@ class ConsumerNode(Actor):
         if resp is not None and resp.code == ResponseCode.SUCCESS:
             addr = resp.header.get("masterAddr")
             self.master = addr.split(":")[0] if addr else None
+            self.read_queues = int(resp.header.get("readQueueNums", 0))
 
     def _pull(self) -> Generator:
         target = self.master
@@ -144,8 +149,9 @@ class ConsumerNode(Actor):
     def _pull_queue(self, target: str) -> Generator:
         """``DefaultMQPushConsumer`` over several queues: one pull per tick, the queues in turn, each from its own
         next offset (``PullAPIWrapper``: nextBeginOffset)."""
-        qid = self.next_queue
-        self.next_queue = (qid + 1) % self.cfg.queues
+        n = self.read_queues or self.cfg.queues  # the rebalance gives the one consumer every readable queue
+        qid = self.next_queue % n
+        self.next_queue = (qid + 1) % n
         if qid not in self.queue_offsets:  # RebalancePushImpl.computePullFromWhere: ask the broker first
             found = yield from self._query_offset(target, qid)
             if found is None:
@@ -199,7 +205,11 @@ class AdminNode(Actor):
     def call(self, code: RequestCode, header: dict[str, Any], body: Any = None) -> None:
         self.spawn("admin", self._call(code, header, body))
 
-    def _call(self, code: RequestCode, header: dict[str, Any], body: Any) -> Generator:
-        resp = yield Call(self.controller, Command(code, 0, header, body), 5000)
+    def call_broker(self, broker: str, code: RequestCode, header: dict[str, Any]) -> None:
+        """A broker admin call (``mqadmin updateTopic``): the answer is observed like a controller call's."""
+        self.spawn("admin", self._call(code, header, None, broker))
+
+    def _call(self, code: RequestCode, header: dict[str, Any], body: Any, to: str | None = None) -> Generator:
+        resp = yield Call(to or self.controller, Command(code, 0, header, body), 5000)
         self.observe("admin.result", code=int(code), request=header,
                      response=None if resp is None else {"code": int(resp.code), "header": resp.header})

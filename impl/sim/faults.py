@@ -44,6 +44,8 @@ FAULT_KINDS: dict[str, str] = {
     "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
     "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",
     "admin-elect": "mqadmin electMaster, designating a random broker or none",
+    "expand-queues": "mqadmin updateTopic on the routed master: the topic gains 2 read and write queues "
+                     "(needs [workload] topic_config)",
 }
 
 DEFAULT_WEIGHTS: dict[str, float] = {
@@ -54,7 +56,8 @@ DEFAULT_WEIGHTS: dict[str, float] = {
 }
 
 PRIMITIVES = ("crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
-              "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply")
+              "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply",
+              "expand-queues")
 
 Action = dict[str, Any]
 
@@ -251,6 +254,8 @@ class FaultGenerator:
             if not free:
                 return []
             return [{"t": now, "do": "slow-dispatch", "node": rng.choice(free), "ms": rng.between(500, 8000)}]
+        if kind == "expand-queues":
+            return [{"t": now, "do": "expand-queues", "by": 2}]
         if kind == "admin-elect":
             ids = [world.broker_id(b) for b in world.brokers]
             ids = [i for i in ids if i is not None]

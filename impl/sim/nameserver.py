@@ -8,6 +8,9 @@ Rules (``namesrv/.../routeinfo/RouteInfoManager.java``):
   already there registered a higher ``stateVersion`` (the masterEpoch): the higher master epoch wins.
 * A slave's registration answers with the master's HA address and address, when the master is live.
 * A closed channel (the broker process died) removes that broker's entries.
+* ``[workload] topic_config``: an accepted registration as master (id 0) whose topic config's data version differs
+  from what that address last registered, or that is its first, sets the set's queue data
+  (``isBrokerTopicConfigChanged`` / ``createAndUpdateQueueData``); the route carries its read and write counts.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ class NameServerNode(Actor):
         # brokerName -> addr -> stateVersion of its latest registration as master (id 0), accepted or not: what
         # NS-ROUTE-HIGHEST-EPOCH compares the served route with
         self.master_claims: dict[str, dict[str, int]] = {}
+        self.queue_data: dict[str, tuple[int, int]] = {}  # brokerName -> (readQueueNums, writeQueueNums)
+        self.topic_versions: dict[str, list[int]] = {}  # addr -> the topic config data version it registered
 
     def start(self) -> None:
         pass
@@ -39,6 +44,8 @@ class NameServerNode(Actor):
             addrs = self.broker_addrs.get(name, {})
             header = {"brokerName": name, "masterAddr": addrs.get(MASTER_ID),
                       "brokerAddrs": {str(k): v for k, v in sorted(addrs.items())}}
+            if name in self.queue_data:
+                header["readQueueNums"], header["writeQueueNums"] = self.queue_data[name]
             self.send(src, response_to(cmd, ResponseCode.SUCCESS, header))
         elif not cmd.oneway:
             self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
@@ -61,7 +68,14 @@ class NameServerNode(Actor):
                          holder=old, holderVersion=self.live[old][0])
             return {}
         addrs[bid] = addr
+        first = addr not in self.live
         self.live[addr] = (version, h.get("haServerAddr", ""), src)
+        tc = h.get("topicConfig")
+        if tc is not None and bid == MASTER_ID and (first or self.topic_versions.get(addr) != tc["version"]) \
+                and tc.get("topic"):
+            self.queue_data[name] = (int(tc["topic"]["read"]), int(tc["topic"]["write"]))
+        if tc is not None:
+            self.topic_versions[addr] = tc["version"]
         self.observe("ns.register", brokerName=name, brokerId=bid, addr=addr, version=version)
         result: dict = {}
         if bid != MASTER_ID:
@@ -78,6 +92,7 @@ class NameServerNode(Actor):
                 del claims[addr]
         for addr in gone:
             del self.live[addr]
+            self.topic_versions.pop(addr, None)
             for addrs in self.broker_addrs.values():
                 for k in [k for k, v in addrs.items() if v == addr]:
                     del addrs[k]

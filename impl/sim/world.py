@@ -34,7 +34,7 @@ from typing import Any
 
 from .. import bugs as B
 from ..broker.broker import BrokerNode
-from ..codes import RequestCode
+from ..codes import MASTER_ID, RequestCode
 from ..config import Config
 from ..controller.node import ControllerDisk, ControllerNode
 from ..rng import DetRng
@@ -629,6 +629,19 @@ class Simulation(WorldView):
                 "clusterName": self.cfg.broker.cluster_name, "brokerName": self.cfg.broker.broker_name,
                 "brokerControllerIdsToClean": a.get("ids"), "isCleanLivingBroker": bool(a.get("living", False))})
             self._drain(admin)  # type: ignore[arg-type]
+        elif do == "expand-queues":  # mqadmin updateTopic -c: to the master the nameserver routes, +by queues
+            ns = self.nodes.get(self.nameserver)
+            name = self.cfg.broker.broker_name
+            master = getattr(ns, "broker_addrs", {}).get(name, {}).get(MASTER_ID) if self.up.get(self.nameserver) \
+                else None
+            have = getattr(ns, "queue_data", {}).get(name)
+            if master is not None and have is not None:
+                n = min(64, max(have) + int(a.get("by", 2)))
+                admin = self.nodes["admin"]
+                admin.now = self.now  # type: ignore[union-attr]
+                admin.call_broker(master.split(":")[0], RequestCode.UPDATE_AND_CREATE_TOPIC,  # type: ignore[union-attr]
+                                  {"topic": "TopicTest", "readQueueNums": n, "writeQueueNums": n})
+                self._drain(admin)  # type: ignore[arg-type]
         elif do == "produce":
             producer = self.nodes["p1"]
             producer.now = self.now  # type: ignore[union-attr]
@@ -677,7 +690,8 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
             return LegacyBrokerNode(name, cfg.broker, cfg.store, disk, rng, nameserver,
                                     master=(idx == 0), master_name=brokers[0])
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
-                          queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries)
+                          queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries,
+                          topic_config=cfg.workload.topic_config)
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
     if name == "c1":

@@ -52,6 +52,7 @@ class BrokerFiles:
             disk.generation = int(m["generation"])
             disk.cq_end = int(m["cqEnd"])
             disk.consumer_offsets = {str(k): int(v) for k, v in m["consumerOffsets"].items()}
+            disk.topics = m.get("topics")
             disk.abort = bool(m["abort"])
         self._len, self._gen = len(disk.commitlog), disk.generation
         return disk
@@ -74,7 +75,7 @@ def _meta(disk: BrokerDisk) -> dict[str, Any]:
     return {"flushed": disk.flushed, "epochFile": disk.epoch_file, "checkpointConfirm": disk.checkpoint_confirm,
             "checkpointConfirmFlushed": disk.checkpoint_confirm_flushed, "identity": disk.broker_identity,
             "tempIdentity": disk.temp_identity, "generation": disk.generation, "cqEnd": disk.cq_end,
-            "consumerOffsets": disk.consumer_offsets, "abort": disk.abort}
+            "consumerOffsets": disk.consumer_offsets, "abort": disk.abort, "topics": disk.topics}
 
 
 class ControllerFiles:

@@ -1,0 +1,120 @@
+"""The topic's config on a broker: ``TopicConfigManager`` and ``SlaveSynchronize.syncTopicConfig``.
+
+Everything that changes a broker's topic config lives here (``[workload] topic_config``; the kit has one
+topic, so the table is that topic's read and write queue counts and the manager's data version).
+
+Rules (RocketMQ 5.3.3):
+
+* ``DataVersion`` is (timestamp, counter, stateVersion); ``nextVersion(v)`` stamps the clock, bumps the counter
+  and sets stateVersion to ``v``; ``assignNewOne`` copies all three; two versions are equal only when all three
+  are (``DataVersion.equals``).
+* ``TopicConfigManager.updateTopicConfig`` (an admin's ``UPDATE_AND_CREATE_TOPIC``, ``AdminBrokerProcessor
+  .updateAndCreateTopic``): put the config, ``updateDataVersion`` (``nextVersion(stateMachineVersion)``, the
+  store's masterEpoch in controller mode: ``AutoSwitchHAService.changeToMaster/Slave`` set it), persist
+  topics.json; the broker then registers at once (``registerIncrementBrokerData``).
+* ``ReplicasManager.changeToMaster`` / ``changeToSlave``: ``getDataVersion().nextVersion(newMasterEpoch)``.
+* ``SlaveSynchronize.syncTopicConfig`` (slave, every ``syncAll``): read the master's table and version
+  (``GET_ALL_TOPIC_CONFIG``); if the versions differ, ``assignNewOne`` the master's version, then (5.3.2+,
+  apache/rocketmq#9207) ``deleteTopicConfig`` every entry, each delete bumping the version and persisting, then
+  put the master's entries and persist. QUIRK: the bumps leave the slave's version unequal to the master's, so
+  every later sync repeats the delete-and-put. The kit runs the loop in one step: the window in which the
+  slave's table (and topics.json) lacks the topic is not reachable here (docs/fidelity.md, part 2).
+* ``AbstractSendMessageProcessor.msgCheck``: a send to queue id >= max(write, read) fails (SYSTEM_ERROR,
+  "request queueId[%d] is illegal"); ``PullMessageProcessor``: a pull of queue id >= read fails likewise.
+
+The fix switch ``fix-master-covers-its-queues`` (finding F-TOPIC-CONFIG-LOST-ON-FAILOVER): a broker that turns
+master widens the topic to cover every queue its consume queues hold.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class DataVersion:
+    """``org.apache.rocketmq.remoting.protocol.DataVersion``."""
+
+    timestamp: int = 0
+    counter: int = 0
+    state_version: int = 0
+
+    def next_version(self, state_version: int, now: int) -> None:
+        self.timestamp, self.counter, self.state_version = now, self.counter + 1, state_version
+
+    def assign_new_one(self, other: DataVersion) -> None:
+        self.timestamp, self.counter, self.state_version = other.timestamp, other.counter, other.state_version
+
+    def to_wire(self) -> list[int]:
+        return [self.timestamp, self.counter, self.state_version]
+
+    @classmethod
+    def from_wire(cls, w: list[int]) -> DataVersion:
+        return cls(int(w[0]), int(w[1]), int(w[2]))
+
+
+@dataclass
+class TopicConfig:
+    """One topic's queue counts (``TopicConfig.readQueueNums`` / ``writeQueueNums``)."""
+
+    read: int
+    write: int
+
+    def to_wire(self) -> dict[str, int]:
+        return {"read": self.read, "write": self.write}
+
+
+class TopicConfigManager:
+    """A broker's topic table (one topic), its data version, and topics.json (``persisted``)."""
+
+    def __init__(self, initial: int, persisted: dict[str, Any] | None) -> None:
+        if persisted:  # TopicConfigManager.load: topics.json
+            self.topic: TopicConfig | None = (TopicConfig(**persisted["topic"]) if persisted.get("topic")
+                                              else None)
+            self.version = DataVersion.from_wire(persisted["version"])
+        else:  # the topic as deployed on every broker before the run (mqadmin updateTopic at set-up)
+            self.topic = TopicConfig(initial, initial)
+            self.version = DataVersion()
+
+    def persisted(self) -> dict[str, Any]:
+        """What ``persist`` writes to topics.json."""
+        return {"topic": None if self.topic is None else self.topic.to_wire(), "version": self.version.to_wire()}
+
+    @property
+    def read(self) -> int:
+        return 0 if self.topic is None else self.topic.read
+
+    @property
+    def write(self) -> int:
+        return 0 if self.topic is None else self.topic.write
+
+    def update_topic_config(self, read: int, write: int, state_version: int, now: int) -> None:
+        """``updateTopicConfig``: put, updateDataVersion (the caller persists and registers)."""
+        self.topic = TopicConfig(read, write)
+        self.version.next_version(state_version, now)
+
+    def sync_from_master(self, wire: dict[str, Any], state_version: int, now: int) -> bool:
+        """``syncTopicConfig`` on the master's answer; True when the table was rewritten (and persisted)."""
+        theirs = DataVersion.from_wire(wire["version"])
+        if theirs == self.version:
+            return False
+        self.version.assign_new_one(theirs)
+        if self.topic is not None:  # deleteTopicConfig: remove, updateDataVersion, persist
+            self.topic = None
+            self.version.next_version(state_version, now)
+        if wire.get("topic"):  # updateSingleTopicConfigWithoutPersist, then persist
+            self.topic = TopicConfig(**wire["topic"])
+        return True
+
+    def cover_queues(self, queue_ids: list[int], state_version: int, now: int) -> bool:
+        """The fix: widen the topic so every queue id in ``queue_ids`` is readable and writable."""
+        need = max(queue_ids, default=-1) + 1
+        if need <= min(self.read, self.write):
+            return False
+        self.update_topic_config(max(self.read, need), max(self.write, need), state_version, now)
+        return True
+
+    def to_wire(self) -> dict[str, Any]:
+        """``GET_ALL_TOPIC_CONFIG``'s body and the registration's topicConfigWrapper."""
+        return self.persisted()
