@@ -17,8 +17,9 @@ Rules (RocketMQ 5.3.3):
   (``GET_ALL_TOPIC_CONFIG``); if the versions differ, ``assignNewOne`` the master's version, then (5.3.2+,
   apache/rocketmq#9207) ``deleteTopicConfig`` every entry, each delete bumping the version and persisting, then
   put the master's entries and persist. QUIRK: the bumps leave the slave's version unequal to the master's, so
-  every later sync repeats the delete-and-put. The kit runs the loop in one step: the window in which the
-  slave's table (and topics.json) lacks the topic is not reachable here (docs/fidelity.md, part 2).
+  every later sync repeats the delete-and-put (upstream: apache/rocketmq#9984, PR #9996). The kit runs the loop
+  in one step: the window in which the slave's table (and topics.json) lacks the topic is not reachable here
+  (docs/findings/F-TOPIC-CONFIG-LOST-ON-FAILOVER.md, "Noticed, not modelled").
 * ``AbstractSendMessageProcessor.msgCheck``: a send to queue id >= max(write, read) fails (SYSTEM_ERROR,
   "request queueId[%d] is illegal"); ``PullMessageProcessor``: a pull of queue id >= read fails likewise.
 
