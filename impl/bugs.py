@@ -47,10 +47,12 @@ FIX_TRANSFER_CHECKS_LOG_END = "fix-transfer-checks-log-end"
 FIX_RECOVER_NORMALLY_UP_TO_CONFIRM = "fix-recover-normally-up-to-confirm"
 FIX_TRUNCATE_CLEARS_FILE = "fix-truncate-clears-file"
 FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
+FIX_SYNC_DELETES_ONLY_MISSING = "fix-sync-deletes-only-missing"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
-             FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES)
+             FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES,
+             FIX_SYNC_DELETES_ONLY_MISSING)
 
 
 @dataclass(frozen=True)
@@ -232,6 +234,10 @@ BUGS: dict[str, Bug] = {
             "A broker that turns master widens the topic's read and write queue counts to cover every queue its "
             "consume queues hold (its log is the record of which queues were written), so a queue expansion the "
             "slave had not synced yet survives the failover.", kind="fix"),
+        Bug(FIX_SYNC_DELETES_ONLY_MISSING, "QUEUE-ACKED-READABLE", "SlaveSynchronize.syncTopicConfig",
+            "finding F-SYNC-DELETES-EVERY-TOPIC; apache/rocketmq#9984, PR #9996",
+            "A slave's sync deletes only the topics the master no longer has (deleteTopicConfig inside the if), so "
+            "the topics both sides have never leave its table or topics.json.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

@@ -902,10 +902,11 @@ class Checker:
         topics = getattr(master, "topics", None)
         if master is None or topics is None or topics.read > self.acked_queue_max:
             return
-        self._fail("QUEUE-ACKED-READABLE", f"master {master.name} (mE {master.replicas.master_epoch}) serves "
-                   f"{topics.read} read queues, but a message was acknowledged PUT_OK in queue "
-                   f"{self.acked_queue_max}: consumers never read that queue", master=master.status(),
-                   topic=topics.to_wire())
+        what = f"serves {topics.read} read queues" if topics.topic is not None else \
+            "has no config for the topic (TOPIC_NOT_EXIST)"
+        self._fail("QUEUE-ACKED-READABLE", f"master {master.name} (mE {master.replicas.master_epoch}) {what}, but "
+                   f"a message was acknowledged PUT_OK in queue {self.acked_queue_max}: consumers cannot read that "
+                   f"queue", master=master.status(), topic=topics.to_wire())
 
     def _check_sss_holds_acked(self) -> None:
         world = self.world

@@ -143,6 +143,12 @@ class WorkloadConfig:
                               "(SlaveSynchronize.syncTopicConfig); producers and consumers take the queue counts from "
                               "the route; the fault expand-queues grows the topic on the master (needs queues)",
                               quiet=True)
+    other_topics: int = _sim(0, "topics in each broker's table besides the workload's (with topic_config): they carry "
+                             "no messages but make every persist of topics.json longer, so a slave's sync loop "
+                             "(deleteTopicConfig per entry, each persisting the table) takes simulated time",
+                             quiet=True)
+    topic_persist_us: int = _sim(3, "cost of one topic's entry in one persist of topics.json (fastjson + write), in "
+                                 "microseconds (with other_topics)", quiet=True)
 
 
 @dataclass
@@ -244,7 +250,8 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # it (part 7); consumer restarts and topic growth (part 2: consumer offsets and topic config need the
     # queues). Part 6 has no settings.
     FIDELITY: {"cluster": {"controllers": 3}, "store": {"allAckInSyncStateSet": True},
-               "network": {"ha_fragment": 0.3}, "workload": {"queues": 4, "topic_config": True},
+               "network": {"ha_fragment": 0.3},
+               "workload": {"queues": 4, "topic_config": True, "other_topics": 2000},
                "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},
                "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
                                       "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
@@ -355,6 +362,9 @@ def validate(cfg: Config) -> None:
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
         (0 <= cfg.workload.queues <= 64, "[workload] queues must be between 0 and 64"),
         (not cfg.workload.topic_config or cfg.workload.queues > 0, "[workload] topic_config needs [workload] queues"),
+        (0 <= cfg.workload.other_topics <= 1_000_000, "[workload] other_topics must be between 0 and 1000000"),
+        (not cfg.workload.other_topics or cfg.workload.topic_config, "[workload] other_topics needs topic_config"),
+        (0 <= cfg.workload.topic_persist_us <= 1_000_000, "[workload] topic_persist_us must be between 0 and 1000000"),
         (cfg.cluster.controllers in (1, 3, 5), "[cluster] controllers must be 1, 3 or 5"),
         (not cfg.sim.file_boundaries or cfg.store.mapped_file_size_commit_log >= 2 * cfg.workload.message_size_max
          + 4096, "[sim] file_boundaries needs mappedFileSizeCommitLog >= 2 x message_size_max + 4 KiB"),

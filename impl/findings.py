@@ -81,6 +81,13 @@ FINDINGS: dict[str, Finding] = {
                 ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_CHECKS_LOG_END,
                 "AutoSwitchHAConnection.transferToSlave (#9690's re-read end below nextTransferFromWhere)",
                 "a hole in apache/rocketmq PR #9690 (after 5.3.3); new"),
+        Finding("F-SYNC-DELETES-EVERY-TOPIC",
+                "A slave's metadata sync deletes every topic before putting it back: elected or killed in the loop, "
+                "a broker serves without the topic",
+                ("QUEUE-ACKED-READABLE",), B.FIX_SYNC_DELETES_ONLY_MISSING,
+                "SlaveSynchronize.syncTopicConfig (deleteTopicConfig outside the if, since 5.3.2 / #9207) + "
+                "ReplicasManager.handleSlaveSynchronize (cancel(false) does not stop a running sync)",
+                "apache/rocketmq#9984 (open; fix PR #9996 under review)"),
         Finding("F-TOPIC-CONFIG-LOST-ON-FAILOVER",
                 "A queue expansion the slaves have not synced yet is lost with a failover, and the messages "
                 "acknowledged in the new queues are never consumed",

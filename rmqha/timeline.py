@@ -78,6 +78,8 @@ def _fmt_obs(o: dict[str, Any]) -> str | None:
         res = "no reply" if code is None else ("ok" if code == 0 else f"code {code}")
         return f"{n}   alterSyncStateSet {o['proposal']} (mE {o['masterEpoch']}, sE {o['syncStateSetEpoch']}): {res}"
     if k == "brk.topic" and o.get("why") != "sync":  # a slave's syncs repeat every 10 s (the 5.3.3 QUIRK): left out
+        if o["why"] == "sync-delete":
+            return f"{n}   syncTopicConfig deletes the topic (its table and topics.json lack it until the put phase)"
         how = "grows the topic (updateTopicConfig)" if o["why"] == "admin" else "covers its consume queues (fix)"
         return f"{n}   {how}: {o['read']} read / {o['write']} write queues"
     if k == "ha.expand":

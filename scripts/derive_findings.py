@@ -64,6 +64,7 @@ SEARCH_CONFIG: dict[str, dict] = {
     "F-TRUNCATED-TAIL-RESURRECTS": {"sim": {"file_residue": True}},
     "F-TOPIC-CONFIG-LOST-ON-FAILOVER": {"workload": {"queues": 4, "topic_config": True},
                                         "faults": {"weights": {"expand-queues": 2.0}}},
+    "F-SYNC-DELETES-EVERY-TOPIC": {"workload": {"queues": 4, "topic_config": True, "other_topics": 2000}},
 }
 
 

@@ -17,6 +17,7 @@ from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.rng import DetRng
 from rmqha.impl.runtime import Command
 from rmqha.impl.sim.nameserver import NameServerNode
+from rmqha.impl.sim.runner import simulation
 from rmqha.impl.sim.world import Simulation
 
 WORKLOAD = {"produce_interval": 0, "consume_interval": 500, "queues": 4, "topic_config": True}
@@ -64,7 +65,7 @@ def test_a_slave_sync_deletes_and_puts_back_so_the_next_sync_repeats():
     slave = TopicConfigManager(4, None)
     assert slave.sync_from_master(master.to_wire(), state_version=1, now=200)
     assert (slave.read, slave.write) == (6, 6)
-    assert slave.version != master.version and slave.version.counter == master.version.counter + 1
+    assert slave.version != master.version and slave.version.counter == master.version.counter + 2  # delete, put
     assert slave.sync_from_master(master.to_wire(), state_version=1, now=300)  # the QUIRK: again
     same = TopicConfigManager(4, None)
     same.version.assign_new_one(master.version)
@@ -163,3 +164,50 @@ def test_the_fix_keeps_an_expansion_the_slaves_had_not_synced():
     bad = Simulation(cfg, 1, schedule=schedule, max_time=60_000, bugs=OTHER_FIXES)
     v = bad.run()
     assert v is not None and v.invariant == "QUEUE-ACKED-READABLE"
+
+
+def test_the_sync_loop_persists_what_is_left_after_each_delete():
+    """deleteTopicConfig persists the remaining table each time; the put phase persists it whole once."""
+    from rmqha.impl.broker.topic_config import sync_loop_ms
+
+    assert sync_loop_ms(1, 0, 3) == (0, 0, 0)
+    deleted, put, on_disk = sync_loop_ms(2001, 1000, 3)
+    assert (deleted, put, on_disk) == (3 * (1001 * 2000 - 1001 * 1000 // 2) // 1000, 3 * 2001 * 1000 // 1000,
+                                       (3 * 2001 * 1000 + 3 * 2001) // 1000)
+    assert 0 < deleted < put < on_disk
+
+
+OTHER = {"produce_interval": 400, "consume_interval": 500, "queues": 4, "topic_config": True, "other_topics": 2000}
+NO_SYNC_FIX = frozenset(f for f in B.FIXES_ALL if f != B.FIX_SYNC_DELETES_ONLY_MISSING)
+
+
+def _run_other(schedule: list[dict[str, Any]], max_time: int, bugs: frozenset[str]) -> tuple[Simulation, _Obs]:
+    rec = _Obs()
+    cfg = config_from_dict({"workload": OTHER}, default_config("safe"))
+    sim = simulation(cfg, 6, 20_000, schedule=schedule, max_time=max_time, recorder=rec, bugs=sorted(bugs),
+                     disabled=["QUEUE-ACKED-READABLE"])
+    assert sim.run() is None, sim.violation and sim.violation.to_dict()
+    return sim, rec
+
+
+def test_a_slave_elected_inside_its_sync_loop_serves_without_the_topic_until_the_put_phase():
+    """F-SYNC-DELETES-EVERY-TOPIC's trace: b1's loop goes on after it turns master (cancel(false))."""
+    crash = [{"t": 5715, "do": "crash", "node": "b2"}]
+    sim, rec = _run_other(crash, 12_000, NO_SYNC_FIX)
+    mine = [(t, o["why"], o["read"]) for t, o in rec.of("brk.topic") if o["n"] == "b1"]
+    roles = [t for t, o in rec.of("brk.role") if o["n"] == "b1" and o["role"] == "MASTER"]
+    (deleted,) = [t for t, why, _ in mine if why == "sync-delete"]
+    restored = [t for t, why, read in mine if why == "sync" and t > deleted]
+    assert roles and roles[0] < deleted < restored[0]  # elected first, then the loop deletes, then puts back
+    assert sim.broker("b1").topics.read == 4  # type: ignore[union-attr]
+    _, fixed = _run_other(crash, 12_000, frozenset(B.FIXES_ALL))
+    assert not [o for _, o in fixed.of("brk.topic") if o["why"] == "sync-delete"]
+
+
+def test_a_slave_killed_inside_its_sync_loop_restarts_without_the_topic():
+    """The delete persisted topics.json without the topic; TopicConfigManager.load reads what is there."""
+    sim, _ = _run_other([{"t": 5715, "do": "crash", "node": "b2"}, {"t": 8500, "do": "crash", "node": "b1"}],
+                        8_600, NO_SYNC_FIX)
+    disk = sim.disks["b1"]
+    assert disk.topics is not None and disk.topics["topic"] is None
+    assert TopicConfigManager(4, disk.topics).read == 0

@@ -29,11 +29,11 @@ from ..ha import frames as F
 from ..ha.connection import AutoSwitchHAConnection
 from ..ha.service import AutoSwitchHAService, GroupCommitRequest
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Monitor, Periodic, response_to
+from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Monitor, Periodic, Sleep, response_to
 from ..store.commitlog import MessageStore
 from ..store.disk import BrokerDisk
 from .replicas_manager import ReplicasManager
-from .topic_config import TopicConfigManager
+from .topic_config import TopicConfigManager, sync_loop_ms
 
 PULL_BATCH = 32
 
@@ -42,7 +42,7 @@ class BrokerNode(Actor):
     def __init__(self, name: str, broker_cfg: BrokerConfig, store_cfg: MessageStoreConfig, disk: BrokerDisk,
                  rng: DetRng, controllers: list[str], nameserver: str, bugs: frozenset[str] = frozenset(),
                  election_priority: int | None = None, queues: int = 0, file_boundaries: bool = False,
-                 topic_config: bool = False) -> None:
+                 topic_config: bool = False, other_topics: int = 0, topic_persist_us: int = 3) -> None:
         super().__init__(name, rng)
         self.broker_cfg = broker_cfg
         self.store_cfg = store_cfg
@@ -64,6 +64,7 @@ class BrokerNode(Actor):
         self.consumer_offsets: dict[str, int] = dict(disk.consumer_offsets)  # ConsumerOffsetManager.load
         # [workload] topic_config: TopicConfigManager.load (topics.json), else the topic is implicit
         self.topics = TopicConfigManager(queues, disk.topics) if topic_config and queues else None
+        self.other_topics, self.topic_persist_us = other_topics, topic_persist_us  # [workload] other_topics
         self._reput_scheduled = False
         self._reput_stalled_until = -1
         self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
@@ -166,6 +167,32 @@ class BrokerNode(Actor):
         self.disk.topics = topics.persisted()
         self.observe("brk.topic", read=topics.read, write=topics.write, version=topics.version.to_wire(), why=why)
 
+    def sync_topic_config(self, wire: dict[str, Any]) -> Generator:
+        """``SlaveSynchronize.syncTopicConfig`` once the versions differ (the slave's sync strand runs it). With
+        ``[workload] other_topics`` the delete loop and the put phase take their time: the workload's topic sits
+        in the middle of the iteration order, and each delete persists what is left of the table."""
+        topics = self.topics
+        assert topics is not None
+        delete_all = B.FIX_SYNC_DELETES_ONLY_MISSING not in self.bugs
+        if not self.other_topics or not delete_all:
+            topics.sync_from_master(wire, self.replicas.master_epoch, self.now, delete_all=delete_all)
+            self.persist_topics("sync")
+            return
+        entries = self.other_topics + (1 if topics.topic is not None else 0)
+        position = self.other_topics // 2 if topics.topic is not None else 0
+        deleted, put, on_disk = sync_loop_ms(entries, position, self.topic_persist_us)
+        topics.begin_sync(wire)
+        if topics.topic is not None:
+            yield Sleep(deleted)
+            topics.delete_topic(self.replicas.master_epoch, self.now)
+            self.persist_topics("sync-delete")  # deleteTopicConfig persists the table without it
+        else:
+            deleted = 0
+        yield Sleep(put - deleted)
+        topics.put_from(wire, self.replicas.master_epoch, self.now)  # in memory; topics.json follows
+        yield Sleep(on_disk - put)
+        self.persist_topics("sync")
+
     def cover_consume_queues(self) -> None:
         """The fix of F-TOPIC-CONFIG-LOST-ON-FAILOVER: a new master's topic covers the queues its log holds."""
         if self.topics is not None and B.FIX_MASTER_COVERS_ITS_QUEUES in self.bugs:
@@ -218,6 +245,9 @@ class BrokerNode(Actor):
         store = self.store
         key, size = cmd.header["key"], cmd.header["bodySize"]
         topics = self.topics
+        if topics is not None and topics.topic is None:  # msgCheck: no config, autoCreateTopicEnable off
+            self.send(src, response_to(cmd, ResponseCode.TOPIC_NOT_EXIST, {"status": "TOPIC_NOT_EXIST", "key": key}))
+            return
         if topics is not None and int(cmd.header.get("queueId", 0)) >= max(topics.write, topics.read):
             # AbstractSendMessageProcessor.msgCheck: "request queueId[%d] is illegal" (before the store's checks)
             self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR, {"status": "QUEUE_ID_ILLEGAL", "key": key}))
@@ -302,6 +332,9 @@ class BrokerNode(Actor):
         confirm = self.store.get_confirm_offset()
         if self.store.queues:  # PullMessageProcessor -> DefaultMessageStore.getMessage on one consume queue
             qid = int(cmd.header.get("queueId", 0))
+            if self.topics is not None and self.topics.topic is None:  # "topic[%s] not exist, apply first please!"
+                self.send(src, response_to(cmd, ResponseCode.TOPIC_NOT_EXIST))
+                return
             if self.topics is not None and qid >= self.topics.read:  # "queueId[%d] is illegal"
                 self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR))
                 return

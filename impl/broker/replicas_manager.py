@@ -442,8 +442,8 @@ class ReplicasManager:
         if node.topics is not None and B.SLAVE_SKIPS_TOPIC_SYNC not in node.bugs:  # syncAll: syncTopicConfig first
             resp = yield Call(master, Command(RequestCode.GET_ALL_TOPIC_CONFIG, 0, {}), self.cfg.rpc_timeout)
             if resp is not None and resp.code == ResponseCode.SUCCESS and resp.body and node.topics is not None \
-                    and node.topics.sync_from_master(resp.body, self.master_epoch, node.now):
-                node.persist_topics("sync")
+                    and node.topics.differs(resp.body):
+                yield from node.sync_topic_config(resp.body)
         resp = yield Call(master, Command(RequestCode.GET_ALL_CONSUMER_OFFSET, 0, {}), self.cfg.rpc_timeout)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
             node.consumer_offsets.update(resp.body or {})  # syncConsumerOffset: getOffsetTable().putAll(...)

@@ -17,9 +17,11 @@ Rules (RocketMQ 5.3.3):
   (``GET_ALL_TOPIC_CONFIG``); if the versions differ, ``assignNewOne`` the master's version, then (5.3.2+,
   apache/rocketmq#9207) ``deleteTopicConfig`` every entry, each delete bumping the version and persisting, then
   put the master's entries and persist. QUIRK: the bumps leave the slave's version unequal to the master's, so
-  every later sync repeats the delete-and-put (upstream: apache/rocketmq#9984, PR #9996). The kit runs the loop
-  in one step: the window in which the slave's table (and topics.json) lacks the topic is not reachable here
-  (docs/findings/F-TOPIC-CONFIG-LOST-ON-FAILOVER.md, "Noticed, not modelled").
+  every later sync repeats the delete-and-put (upstream: apache/rocketmq#9984, PR #9996). With
+  ``[workload] other_topics`` the loop takes time (``sync_loop_ms``): each delete persists what is left of the
+  table, so the workload's topic is missing, in memory and in topics.json, from its turn in the iteration until
+  the put phase (finding F-SYNC-DELETES-EVERY-TOPIC; its fix ``fix-sync-deletes-only-missing`` deletes only what
+  the master no longer has, as PR #9996 does). Without other topics the loop is one step.
 * ``AbstractSendMessageProcessor.msgCheck``: a send to queue id >= max(write, read) fails (SYSTEM_ERROR,
   "request queueId[%d] is illegal"); ``PullMessageProcessor``: a pull of queue id >= read fails likewise.
 
@@ -95,18 +97,36 @@ class TopicConfigManager:
         self.topic = TopicConfig(read, write)
         self.version.next_version(state_version, now)
 
-    def sync_from_master(self, wire: dict[str, Any], state_version: int, now: int) -> bool:
-        """``syncTopicConfig`` on the master's answer; True when the table was rewritten (and persisted)."""
-        theirs = DataVersion.from_wire(wire["version"])
-        if theirs == self.version:
+    def differs(self, wire: dict[str, Any]) -> bool:
+        """``!getDataVersion().equals(topicWrapper.getDataVersion())``."""
+        return DataVersion.from_wire(wire["version"]) != self.version
+
+    def sync_from_master(self, wire: dict[str, Any], state_version: int, now: int, *,
+                         delete_all: bool = True) -> bool:
+        """``syncTopicConfig`` on the master's answer, in one step; True when the table was rewritten (and
+        persisted). ``delete_all`` False: the fix (delete only what the master no longer has)."""
+        if not self.differs(wire):
             return False
-        self.version.assign_new_one(theirs)
-        if self.topic is not None:  # deleteTopicConfig: remove, updateDataVersion, persist
+        self.begin_sync(wire)
+        if delete_all or not wire.get("topic"):
+            self.delete_topic(state_version, now)
+        self.put_from(wire, state_version, now)
+        return True
+
+    def begin_sync(self, wire: dict[str, Any]) -> None:
+        self.version.assign_new_one(DataVersion.from_wire(wire["version"]))
+
+    def delete_topic(self, state_version: int, now: int) -> None:
+        """``deleteTopicConfig`` of the workload's topic: remove, updateDataVersion (the caller persists)."""
+        if self.topic is not None:
             self.topic = None
             self.version.next_version(state_version, now)
-        if wire.get("topic"):  # updateSingleTopicConfigWithoutPersist, then persist
+
+    def put_from(self, wire: dict[str, Any], state_version: int, now: int) -> None:
+        """``updateSingleTopicConfigWithoutPersist`` (bumps the version); the caller persists after the loop."""
+        if wire.get("topic"):
             self.topic = TopicConfig(**wire["topic"])
-        return True
+            self.version.next_version(state_version, now)
 
     def cover_queues(self, queue_ids: list[int], state_version: int, now: int) -> bool:
         """The fix: widen the topic so every queue id in ``queue_ids`` is readable and writable."""
@@ -119,3 +139,15 @@ class TopicConfigManager:
     def to_wire(self) -> dict[str, Any]:
         """``GET_ALL_TOPIC_CONFIG``'s body and the registration's topicConfigWrapper."""
         return self.persisted()
+
+
+def sync_loop_ms(entries: int, position: int, per_topic_us: int) -> tuple[int, int, int]:
+    """The timing of ``syncTopicConfig``'s loops over a table of ``entries`` topics present on both sides, the
+    workload's at ``position`` in the iteration: when its delete has been persisted, when the put phase has put
+    it back in memory, and when the final persist is on disk (ms after the loop starts). Delete ``k`` persists the
+    ``entries - k - 1`` entries left; the put phase persists all of them once."""
+    def done_by(j: int) -> int:  # the first j deletes: sum over k < j of (entries - k - 1) entries written
+        return per_topic_us * (j * (entries - 1) - j * (j - 1) // 2)
+
+    deleted, put = done_by(position + 1), done_by(entries)
+    return deleted // 1000, put // 1000, (put + entries * per_topic_us) // 1000

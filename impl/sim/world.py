@@ -691,7 +691,8 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
                                     master=(idx == 0), master_name=brokers[0])
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
                           queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries,
-                          topic_config=cfg.workload.topic_config)
+                          topic_config=cfg.workload.topic_config, other_topics=cfg.workload.other_topics,
+                          topic_persist_us=cfg.workload.topic_persist_us)
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
     if name == "c1":
