@@ -164,3 +164,18 @@ def test_a_killed_controller_leader_is_replaced_in_a_jraft_group(tmp_path: Path)
     assert r["counts"]["acked"] > 20
     crashed = [json.loads(line) for line in (tmp_path / "jraft" / "faults.jsonl").read_text().splitlines()]
     assert any(a.get("do") == "crash" and str(a.get("node", "")).startswith("ctl") for a in crashed)
+
+
+def test_the_final_master_must_cover_every_acked_queue() -> None:
+    """QUEUE-ACKED-READABLE as the real-run verdict checks it: the final master's last brk.topic."""
+    from rmqha.cluster.check import Verdict, _check_queues_readable
+
+    events = [{"k": "brk.append", "n": "b1", "key": "k1", "queueId": 5},
+              {"k": "brk.topic", "n": "b2", "read": 4, "write": 4},
+              {"k": "brk.topic", "n": "b1", "read": 6, "write": 6}]
+    v = Verdict(final_master="b2")
+    _check_queues_readable(v, events, {"k1"})
+    assert [x["invariant"] for x in v.violations] == ["QUEUE-ACKED-READABLE"]
+    ok = Verdict(final_master="b1")
+    _check_queues_readable(ok, events, {"k1"})
+    assert ok.violations == []

@@ -28,7 +28,7 @@ from .persist import BrokerFiles
 from .spec import ClusterSpec
 
 CHECKED = ("SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS", "QUEUE-OFFSET-GAPLESS", "CLI-QUEUE-POSITION-STABLE",
-           "CTL-ONE-MASTER-PER-EPOCH", "SYNC-VISIBLE-BOUND")
+           "CTL-ONE-MASTER-PER-EPOCH", "SYNC-VISIBLE-BOUND", "QUEUE-ACKED-READABLE")
 
 
 @dataclass
@@ -100,6 +100,8 @@ def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict
             v.fail("QUEUE-OFFSET-GAPLESS", f"{v.final_master}: the message at {pos} has queue {qid} offset {qoff}, "
                    f"expected {expected} ({len(log.queue_anomalies)} such places)")
         v.counts["finalLogMessages"] = len(log.records)
+        if spec.cfg.workload.topic_config:
+            _check_queues_readable(v, events, set(acked))
     where: dict[tuple[int, int], str] = {}
     for e in seen:
         if "queueId" not in e:
@@ -121,6 +123,22 @@ def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict
             v.fail("SYNC-VISIBLE-BOUND", f"{e['n']} dispatched up to {e['upto']} with confirmOffset {e['confirm']}",
                    t=e["t"])
     return v
+
+
+def _check_queues_readable(v: Verdict, events: list[dict[str, Any]], acked: set[str]) -> None:
+    """QUEUE-ACKED-READABLE, at the end: the final master's topic config (its last ``brk.topic``) covers every
+    queue an acknowledged message was appended to (the simulator checks it after every step)."""
+    queue: dict[str, int] = {}
+    read: int | None = None
+    for e in events:
+        if e["k"] == "brk.append" and "queueId" in e:
+            queue.setdefault(e["key"], e["queueId"])
+        elif e["k"] == "brk.topic" and e["n"] == v.final_master:
+            read = e["read"]
+    top = max((queue.get(k, -1) for k in acked), default=-1)
+    if read is not None and top >= read:
+        v.fail("QUEUE-ACKED-READABLE", f"the final master {v.final_master} serves {read} read queues, but a message "
+               f"was acknowledged PUT_OK in queue {top}")
 
 
 def failovers(spec: ClusterSpec, events: list[dict[str, Any]], context: list[dict[str, Any]],
