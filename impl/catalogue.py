@@ -326,11 +326,12 @@ class Checker:
         if world.nameserver in touched or self._full_recheck:
             self._check_nameserver()
         if ran_brokers or ran_ctl or self.acked_pending or self.seen_pending:
-            self._check_no_loss()
+            master = self.reference_master()
+            self._check_no_loss(master)
             if "SYNC-SSS-HOLDS-ACKED" in self.enabled:
                 self._check_sss_holds_acked()
             if self.acked_queue_max >= 0:
-                self._check_queues_readable()
+                self._check_queues_readable(master)
         self._full_recheck = False
 
     def _check_nameserver(self) -> None:
@@ -874,8 +875,7 @@ class Checker:
             return None
         return node
 
-    def _check_no_loss(self) -> None:
-        master = self.reference_master()
+    def _check_no_loss(self, master: BrokerNode | None) -> None:
         if master is None:
             return
         epoch = master.replicas.master_epoch if hasattr(master, "replicas") else 0
@@ -897,8 +897,7 @@ class Checker:
         self.acked_pending = []
         self.seen_pending = []
 
-    def _check_queues_readable(self) -> None:
-        master = self.reference_master()
+    def _check_queues_readable(self, master: BrokerNode | None) -> None:
         topics = getattr(master, "topics", None)
         if master is None or topics is None or topics.read > self.acked_queue_max:
             return

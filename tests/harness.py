@@ -7,7 +7,7 @@
     d.reply(sent_cmd, code, header, body)   # answer one of its requests
 
 Nothing else is simulated: no network, no other nodes. Use the full simulator (``rmqha.impl.sim.world``)
-for anything that needs several nodes.
+for anything that needs several nodes; ``ObsRecorder`` is a recorder for it that keeps every observation.
 """
 
 from __future__ import annotations
@@ -72,3 +72,19 @@ class ActorDriver:
 
     def observed(self, kind: str) -> list[dict[str, Any]]:
         return [d for k, d in self.observations if k == kind]
+
+
+class ObsRecorder:
+    """A simulator recorder that keeps every observation with its time (``Simulation(..., recorder=...)``)."""
+
+    def __init__(self) -> None:
+        self.obs: list[tuple[int, dict[str, Any]]] = []
+
+    def step(self, step: int, now: int, event: Any, obs: list[dict[str, Any]]) -> None:
+        self.obs.extend((now, o) for o in obs)
+
+    def finish(self, sim: Any) -> None:
+        pass
+
+    def kinds(self, kind: str) -> list[tuple[int, dict[str, Any]]]:
+        return [(t, o) for t, o in self.obs if o["k"] == kind]

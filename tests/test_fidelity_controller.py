@@ -16,25 +16,14 @@ from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.controller.raft import HEARTBEAT, MAX_HEARTBEAT_LEAK
 from rmqha.impl.sim.world import Simulation
 
+from tests.harness import ObsRecorder
+
 CTLS = ("ctl1", "ctl2", "ctl3")
 
 
-class _Obs:
-    def __init__(self) -> None:
-        self.obs: list[tuple[int, dict[str, Any]]] = []
 
-    def step(self, step: int, now: int, event: Any, obs: list[dict[str, Any]]) -> None:
-        self.obs.extend((now, o) for o in obs)
-
-    def finish(self, sim: Simulation) -> None:
-        pass
-
-    def kinds(self, kind: str) -> list[tuple[int, dict[str, Any]]]:
-        return [(t, o) for t, o in self.obs if o["k"] == kind]
-
-
-def _sim(schedule: list[dict[str, Any]], max_time: int, **workload: Any) -> tuple[Simulation, _Obs]:
-    rec = _Obs()
+def _sim(schedule: list[dict[str, Any]], max_time: int, **workload: Any) -> tuple[Simulation, ObsRecorder]:
+    rec = ObsRecorder()
     cfg = config_from_dict({"cluster": {"controllers": 3},
                             "workload": {"produce_interval": 0, "consume_interval": 0, **workload}},
                            default_config("safe"))

@@ -16,26 +16,16 @@ from rmqha.impl.controller.jraft import RaftLiveTable, execute, request
 from rmqha.impl.controller.replicas_info import ApplyBrokerIdEvent, ElectMasterEvent, ReplicasInfoManager, RequestEntry
 from rmqha.impl.sim.world import Simulation
 
+from tests.harness import ObsRecorder
+
 CTLS = ("ctl1", "ctl2", "ctl3")
 
 
-class _Obs:
-    def __init__(self) -> None:
-        self.obs: list[tuple[int, dict[str, Any]]] = []
-
-    def step(self, step: int, now: int, event: Any, obs: list[dict[str, Any]]) -> None:
-        self.obs.extend((now, o) for o in obs)
-
-    def finish(self, sim: Simulation) -> None:
-        pass
-
-    def kinds(self, kind: str) -> list[tuple[int, dict[str, Any]]]:
-        return [(t, o) for t, o in self.obs if o["k"] == kind]
-
 
 def _sim(schedule: list[dict[str, Any]], max_time: int, controllers: int = 3, flavour: str = "jRaft",
-         seed: int = 1, bugs: frozenset[str] = frozenset(B.FIXES_ALL), **workload: Any) -> tuple[Simulation, _Obs]:
-    rec = _Obs()
+         seed: int = 1, bugs: frozenset[str] = frozenset(B.FIXES_ALL),
+         **workload: Any) -> tuple[Simulation, ObsRecorder]:
+    rec = ObsRecorder()
     cfg = config_from_dict({"cluster": {"controllers": controllers}, "controller": {"controllerType": flavour},
                             "workload": {"produce_interval": 0, "consume_interval": 0, **workload}},
                            default_config("safe"))

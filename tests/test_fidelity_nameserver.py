@@ -17,7 +17,7 @@ from rmqha.impl.runtime import Command
 from rmqha.impl.sim.nameserver import NameServerNode
 from rmqha.impl.sim.world import Simulation
 
-from tests.harness import ActorDriver
+from tests.harness import ActorDriver, ObsRecorder
 
 
 def _register(d: ActorDriver, node: str, bid: int, version: int) -> dict[str, Any]:
@@ -67,22 +67,12 @@ def test_the_switch_lets_the_last_registration_win():
     assert _route(d)["masterAddr"] == "b1:10911"
 
 
-class _Lines:
-    def __init__(self) -> None:
-        self.obs: list[tuple[int, dict[str, Any]]] = []
-
-    def step(self, step: int, now: int, event: Any, obs: list[dict[str, Any]]) -> None:
-        self.obs.extend((now, o) for o in obs)
-
-    def finish(self, sim: Simulation) -> None:
-        pass
-
 
 def test_a_stale_producer_route_recovers_after_a_failover():
     """The producer keeps its cached route (MQClientInstance.updateTopicRouteInfoFromNameServer runs every
     pollNameServerInterval); a send to the deposed master fails, the producer refreshes its route and the
     next sends go to the new master, whose registration carries the higher state version."""
-    lines = _Lines()
+    lines = ObsRecorder()
     cfg = config_from_dict({"workload": {"produce_interval": 0, "consume_interval": 0}}, default_config("safe"))
     cut = {"do": "partition", "id": "p", "links": [["b2", "ctl"], ["ctl", "b2"]]}
     schedule = [{"t": 8000, "do": "produce", "count": 1}, {"t": 8500, **cut},

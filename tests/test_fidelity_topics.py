@@ -20,27 +20,16 @@ from rmqha.impl.sim.nameserver import NameServerNode
 from rmqha.impl.sim.runner import simulation
 from rmqha.impl.sim.world import Simulation
 
+from tests.harness import ObsRecorder
+
 WORKLOAD = {"produce_interval": 0, "consume_interval": 500, "queues": 4, "topic_config": True}
 OTHER_FIXES = frozenset(f for f in B.FIXES_ALL if f != B.FIX_MASTER_COVERS_ITS_QUEUES)
 
 
-class _Obs:
-    def __init__(self) -> None:
-        self.obs: list[tuple[int, dict[str, Any]]] = []
-
-    def step(self, step: int, now: int, event: Any, obs: list[dict[str, Any]]) -> None:
-        self.obs.extend((now, o) for o in obs)
-
-    def finish(self, sim: Simulation) -> None:
-        pass
-
-    def of(self, kind: str) -> list[tuple[int, dict[str, Any]]]:
-        return [(t, o) for t, o in self.obs if o["k"] == kind]
-
 
 def _sim(schedule: list[dict[str, Any]], max_time: int, bugs: frozenset[str] = OTHER_FIXES,
-         workload: dict[str, Any] | None = None) -> tuple[Simulation, _Obs]:
-    rec = _Obs()
+         workload: dict[str, Any] | None = None) -> tuple[Simulation, ObsRecorder]:
+    rec = ObsRecorder()
     cfg = config_from_dict({"workload": workload or WORKLOAD}, default_config("safe"))
     sim = Simulation(cfg, 1, schedule=schedule, max_time=max_time, recorder=rec, bugs=bugs)
     assert sim.run() is None, sim.violation and sim.violation.to_dict()
@@ -115,15 +104,15 @@ def test_an_expansion_reaches_the_route_the_clients_and_the_slaves():
     slaves' syncAll (10 s): messages go to queues 4 and 5, the consumer reads them, and every broker has 6."""
     sim, rec = _sim([{"t": 8000, "do": "produce", "count": 4}, {"t": 16000, "do": "expand-queues", "by": 2},
                      {"t": 31000, "do": "produce", "count": 6}], 45_000)
-    assert [o["response"]["code"] for _, o in rec.of("admin.result")] == [0]
+    assert [o["response"]["code"] for _, o in rec.kinds("admin.result")] == [0]
     assert sim.nodes["ns"].queue_data["broker-a"] == (6, 6)  # type: ignore[union-attr]
-    queues = {o["queueId"] for t, o in rec.of("brk.append") if t >= 31000}
+    queues = {o["queueId"] for t, o in rec.kinds("brk.append") if t >= 31000}
     assert {4, 5} <= queues
-    assert {o["queueId"] for _, o in rec.of("client.seen")} >= {4, 5}
+    assert {o["queueId"] for _, o in rec.kinds("client.seen")} >= {4, 5}
     for b in sim.brokers:
         topics = sim.broker(b).topics  # type: ignore[union-attr]
         assert (topics.read, topics.write) == (6, 6), b
-    assert {o["why"] for _, o in rec.of("brk.topic")} >= {"admin", "sync"}
+    assert {o["why"] for _, o in rec.kinds("brk.topic")} >= {"admin", "sync"}
 
 
 def test_msg_check_and_the_pull_check_refuse_queue_ids_past_the_config():
@@ -149,7 +138,7 @@ def test_the_sync_timer_restarts_after_an_unanswered_sync():
                     workload={"produce_interval": 0, "consume_interval": 0, "queues": 4, "topic_config": True})
     master = next(b for b in sim.brokers if sim.broker(b).store.role.value == "SYNC_MASTER")  # type: ignore[union-attr]
     assert master == "b2"
-    syncs = [t for t, o in rec.of("brk.topic") if o["n"] == "b1"]
+    syncs = [t for t, o in rec.kinds("brk.topic") if o["n"] == "b1"]
     assert syncs and max(syncs) < 20000  # nothing got through the cut
     assert sim.broker("b1").replicas.last_slave_sync > 20000  # type: ignore[union-attr]  # the timer moved on
 
@@ -159,7 +148,7 @@ def test_the_fix_keeps_an_expansion_the_slaves_had_not_synced():
     schedule = [{"t": 8000, "do": "produce", "count": 4}, {"t": 28000, "do": "expand-queues", "by": 2},
                 {"t": 31000, "do": "produce", "count": 6}, {"t": 33000, "do": "crash", "node": "b2"}]
     _, rec = _sim(schedule, 60_000, bugs=frozenset(B.FIXES_ALL))
-    assert any(o["why"] == "cover" and o["read"] == 6 for _, o in rec.of("brk.topic"))
+    assert any(o["why"] == "cover" and o["read"] == 6 for _, o in rec.kinds("brk.topic"))
     cfg = config_from_dict({"workload": WORKLOAD}, default_config("safe"))
     bad = Simulation(cfg, 1, schedule=schedule, max_time=60_000, bugs=OTHER_FIXES)
     v = bad.run()
@@ -181,8 +170,8 @@ OTHER = {"produce_interval": 400, "consume_interval": 500, "queues": 4, "topic_c
 NO_SYNC_FIX = frozenset(f for f in B.FIXES_ALL if f != B.FIX_SYNC_DELETES_ONLY_MISSING)
 
 
-def _run_other(schedule: list[dict[str, Any]], max_time: int, bugs: frozenset[str]) -> tuple[Simulation, _Obs]:
-    rec = _Obs()
+def _run_other(schedule: list[dict[str, Any]], max_time: int, bugs: frozenset[str]) -> tuple[Simulation, ObsRecorder]:
+    rec = ObsRecorder()
     cfg = config_from_dict({"workload": OTHER}, default_config("safe"))
     sim = simulation(cfg, 6, 20_000, schedule=schedule, max_time=max_time, recorder=rec, bugs=sorted(bugs),
                      disabled=["QUEUE-ACKED-READABLE"])
@@ -194,14 +183,14 @@ def test_a_slave_elected_inside_its_sync_loop_serves_without_the_topic_until_the
     """F-SYNC-DELETES-EVERY-TOPIC's trace: b1's loop goes on after it turns master (cancel(false))."""
     crash = [{"t": 5715, "do": "crash", "node": "b2"}]
     sim, rec = _run_other(crash, 12_000, NO_SYNC_FIX)
-    mine = [(t, o["why"], o["read"]) for t, o in rec.of("brk.topic") if o["n"] == "b1"]
-    roles = [t for t, o in rec.of("brk.role") if o["n"] == "b1" and o["role"] == "MASTER"]
+    mine = [(t, o["why"], o["read"]) for t, o in rec.kinds("brk.topic") if o["n"] == "b1"]
+    roles = [t for t, o in rec.kinds("brk.role") if o["n"] == "b1" and o["role"] == "MASTER"]
     (deleted,) = [t for t, why, _ in mine if why == "sync-delete"]
     restored = [t for t, why, read in mine if why == "sync" and t > deleted]
     assert roles and roles[0] < deleted < restored[0]  # elected first, then the loop deletes, then puts back
     assert sim.broker("b1").topics.read == 4  # type: ignore[union-attr]
     _, fixed = _run_other(crash, 12_000, frozenset(B.FIXES_ALL))
-    assert not [o for _, o in fixed.of("brk.topic") if o["why"] == "sync-delete"]
+    assert not [o for _, o in fixed.kinds("brk.topic") if o["why"] == "sync-delete"]
 
 
 def test_a_slave_killed_inside_its_sync_loop_restarts_without_the_topic():

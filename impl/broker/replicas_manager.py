@@ -441,8 +441,7 @@ class ReplicasManager:
         master = self.master_address.split(":")[0]
         if node.topics is not None and B.SLAVE_SKIPS_TOPIC_SYNC not in node.bugs:  # syncAll: syncTopicConfig first
             resp = yield Call(master, Command(RequestCode.GET_ALL_TOPIC_CONFIG, 0, {}), self.cfg.rpc_timeout)
-            if resp is not None and resp.code == ResponseCode.SUCCESS and resp.body and node.topics is not None \
-                    and node.topics.differs(resp.body):
+            if resp is not None and resp.code == ResponseCode.SUCCESS and resp.body and node.topics.differs(resp.body):
                 yield from node.sync_topic_config(resp.body)
         resp = yield Call(master, Command(RequestCode.GET_ALL_CONSUMER_OFFSET, 0, {}), self.cfg.rpc_timeout)
         if resp is not None and resp.code == ResponseCode.SUCCESS:

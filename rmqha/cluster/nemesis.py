@@ -98,7 +98,7 @@ class Nemesis:
                              "sss": st["sss"], "id": st["id"]})
         getattr(self, "_" + recipe.replace("-", "_"))(name, st)
 
-    def _kill_master(self, name: str, st: dict[str, Any]) -> None:
+    def _kill_and_restart(self, name: str) -> None:
         t = self.now()
         C.signal_node(self.spec, name, signal.SIGKILL)
         self.act("crash", t, node=name)
@@ -106,17 +106,15 @@ class Nemesis:
         C.start_node(self.spec, name)
         self.act("restart", node=name)
 
+    def _kill_master(self, name: str, st: dict[str, Any]) -> None:
+        self._kill_and_restart(name)
+
     def _kill_controller(self) -> None:
         leader = self.controller_leader()
         if leader is None:
             self.act("skip", recipe="kill-controller", why="no controller leads")
             return
-        t = self.now()
-        C.signal_node(self.spec, leader, signal.SIGKILL)
-        self.act("crash", t, node=leader)
-        time.sleep(self.down_s)
-        C.start_node(self.spec, leader)
-        self.act("restart", node=leader)
+        self._kill_and_restart(leader)
 
     def _pause_master(self, name: str, st: dict[str, Any]) -> None:
         t = self.now()
