@@ -28,7 +28,7 @@ from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rmqha import __version__, cluster_cli, fuzz_cli
+from rmqha import __version__, cluster_cli, fuzz_cli, real_cli
 from rmqha.files import UserError, load_config, read_trace_text, write_text
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import catalogue_rows
@@ -117,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     pv.add_argument("--json", action="store_true")
     fuzz_cli.add_parser(sub)
     cluster_cli.add_parser(sub)
+    real_cli.add_parser(sub)
     return p
 
 
@@ -437,10 +438,19 @@ def _cmd_findings(args: argparse.Namespace, out: Console) -> int:
 
 def _cmd_doctor(args: argparse.Namespace, out: Console) -> int:
     from rmqha.javacheck import java_status
+    from rmqha.real import maven, netns
 
     ok, line = java_status()
     out.print(("[green]ok[/] " if ok else "[yellow]missing[/] ") + line, highlight=False)
     out.print(f"python {sys.version.split()[0]} at {sys.executable}", highlight=False)
+    # rmqha real: Maven, network namespaces, the fetched RocketMQ versions (optional: the rest works without)
+    mvn_ok, mvn_line = maven.maven_status()
+    out.print(("[green]ok[/] " if mvn_ok else "[yellow]missing[/] ") + mvn_line, highlight=False)
+    ns_ok, ns_line = netns.available()
+    out.print(("[green]ok[/] " if ns_ok else "[yellow]missing[/] ") + ns_line + " (rmqha real)", highlight=False)
+    fetched = maven.cached_versions()
+    out.print(f"RocketMQ fetched: {', '.join(fetched) if fetched else 'none'} "
+              f"(rmqha real fetch --version {maven.PINNED})", highlight=False)
     return 0 if ok else 1
 
 
@@ -620,7 +630,7 @@ def _cmd_prove(args: argparse.Namespace, out: Console) -> int:
 COMMANDS = {"check": _cmd_check, "model-check": _cmd_model_check, "simulate": _cmd_simulate, "replay": _cmd_replay,
             "show": _cmd_show, "invariants": _cmd_invariants, "bugs": _cmd_bugs, "findings": _cmd_findings,
             "doctor": _cmd_doctor, "prove": _cmd_prove, "conform": _cmd_conform, "fuzz": fuzz_cli.cmd_fuzz,
-            "cluster": cluster_cli.cmd_cluster}
+            "cluster": cluster_cli.cmd_cluster, "real": real_cli.cmd_real}
 
 
 def main(argv: list[str] | None = None) -> int:
