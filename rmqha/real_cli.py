@@ -31,9 +31,12 @@ from rmqha.impl.config import ConfigError
 from rmqha.real import control as C
 from rmqha.real import maven, netns
 from rmqha.real import observe as O
+from rmqha.real.nemesis import RECIPES
+from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
 
 DEFAULT_DIR = "runs/real"
+DEFAULT_TEST_DIR = "runs/real-test"
 SIGNALS = ("KILL", "STOP", "CONT", "TERM")
 
 
@@ -91,6 +94,23 @@ def add_parser(sub: Any) -> None:
     fl.add_argument("--id", help="a name for the fault")
     fl.add_argument("netem", nargs="*", help="netem: tc netem arguments, after -- (e.g. -- loss 30%%)")
     with_dir(rs.add_parser("down", help="end every process of the run and delete its namespaces (files stay)"))
+
+    t = rs.add_parser("test", help="a workload under a fault schedule on a real cluster, then the catalogue's "
+                                   "verdict on what was observed")
+    t.add_argument("--dir", default=DEFAULT_TEST_DIR, help=f"the run's folder (default {DEFAULT_TEST_DIR})")
+    t.add_argument("--fresh", action="store_true", help="wipe an earlier run in --dir")
+    t.add_argument("--version", default=maven.PINNED, help=f"RocketMQ version (default {maven.PINNED})")
+    t.add_argument("--controllers", type=int, choices=(1, 3), help="controller nodes (default: the profile's, 1)")
+    t.add_argument("--controller-type", choices=("dledger", "jraft"), help="DLedger (default) or JRaft")
+    t.add_argument("--brokers", type=int, help="brokers in the set (default 3)")
+    t.add_argument("--config", help="TOML file of kit settings (docs/configuration.md)")
+    t.add_argument("--profile", help=f"{', '.join(REAL_PROFILES)} (default safe)")
+    t.add_argument("--duration", type=float, default=60.0, help="seconds of workload after warm-up (default 60)")
+    t.add_argument("--faults", default="kill-master", help=f"comma-separated recipes, played in order: "
+                                                          f"{', '.join(RECIPES)}; or none")
+    t.add_argument("--down", type=float, default=5.0, help="seconds a killed / paused / cut node stays so (default 5)")
+    t.add_argument("--settle", type=float, default=60.0, help="at most this long to settle after the faults")
+    t.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -191,6 +211,8 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
         if spec.kit_only:
             out.print(f"not RocketMQ settings, left out: {', '.join(spec.kit_only)}")
         return 0
+    if cmd == "test":
+        return _test(args, out)
     spec = _spec(args)
     if cmd == "down":
         ended = C.down(spec.dir)
@@ -326,3 +348,35 @@ def _status(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
         if time.monotonic() >= end:
             return 0
         time.sleep(1.0)
+
+
+def _test(args: argparse.Namespace, out: Console) -> int:
+    for name in ("duration", "down", "settle"):
+        val = getattr(args, name)
+        if not (val > 0 and val < 1e6):
+            raise UserError(f"--{name} must be a positive number of seconds, got {val}")
+    faults = tuple(f.strip() for f in args.faults.split(",") if f.strip() and f.strip() != "none")
+    unknown = [f for f in faults if f not in RECIPES]
+    if unknown:
+        raise UserError(f"--faults: unknown recipe {unknown[0]!r} (known: {', '.join(RECIPES)}, or none)")
+    maven.check_version(args.version)
+    cfg, profile = real_cfg(args)
+    opts = RealTestOptions(Path(args.dir), cfg, profile, args.version, duration=args.duration, faults=faults,
+                           down=args.down, settle=args.settle, fresh=args.fresh)
+    say = (lambda m: None) if args.json else (lambda m: out.print(m))
+    r = run_test(opts, say)
+    if args.json:
+        print(json.dumps(r, sort_keys=True, default=str))
+    else:
+        c = r["counts"]
+        out.print(f"{'valid' if r['valid'] else 'INVALID'}: {c['sent']} sent, {c['acked']} acknowledged, "
+                  f"{c['seen']} read, final master {r['finalMaster']}; {len(r['checked'])} invariants checked")
+        for v in r["violations"]:
+            out.print(f"  {v['invariant']}: {v['message']}")
+        for f in r["failovers"]:
+            out.print(f"  {f['recipe']}: {f['oldMaster']} -> {f['newMaster']} elected after "
+                      f"{f['electedAfterMs']} ms, first write after {f['firstWriteAfterMs']} ms")
+        for n in r["notes"]:
+            out.print(f"  note: {n}")
+        out.print(f"report: {r['report']}")
+    return 0 if r["valid"] else 1

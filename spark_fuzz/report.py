@@ -99,6 +99,12 @@ def timeline_data(text: str) -> dict[str, Any]:
                 set_end(node, t, o["point"])
             elif k == "store.truncate-invalid":
                 set_end(node, t, o["at"])
+            elif k == "ctl.state":  # a real run: the admin API's view of the set (rmqha/real/report.py)
+                set_sss(t, set(o["sss"]))
+            elif k == "brk.state":
+                set_role(node, t, "master" if o["role"] == "MASTER" else "slave", o["masterEpoch"])
+                if o.get("maxOffset") is not None:
+                    set_end(node, t, o["maxOffset"])
             elif k == "ctl.apply":
                 ev, after = o["event"], o.get("after") or {}
                 if ev["type"] == "ApplyBrokerId":

@@ -39,8 +39,8 @@ def tool_argv(spec: RealSpec, *args: str) -> list[str]:
 def run_tool(spec: RealSpec, *args: str, timeout: float = 60.0) -> list[dict[str, Any]]:
     """Run the tool to its end; its JSON lines."""
     try:
-        proc = subprocess.run(tool_argv(spec, *args, "--no-stdin-watch"), capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        proc = subprocess.run(tool_argv(spec, *args, "--no-stdin-watch"), capture_output=True, text=True,
+                              timeout=timeout, stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise ToolError(f"the Java tool ({args[0]}) gave no answer within {timeout:.0f} s") from None
     lines = parse_lines(proc.stdout)

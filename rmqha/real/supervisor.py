@@ -40,7 +40,7 @@ READY_TIMEOUT_S = 120.0  # a JVM on a loaded 2-core machine can take a while to 
 SIGNALS = {"KILL": signal.SIGKILL, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT, "TERM": signal.SIGTERM}
 
 
-def _die_with_parent() -> None:  # runs in the child between fork and exec
+def die_with_parent() -> None:  # runs in the child between fork and exec
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
@@ -55,7 +55,7 @@ class Child:
         out.parent.mkdir(parents=True, exist_ok=True)
         self.out: IO[bytes] = open(out, "ab")
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=_die_with_parent, env=env)
+                                     start_new_session=True, preexec_fn=die_with_parent, env=env)
         self.started_ms = now_ms()
         self.ready_ms: int | None = None
         self.paused = False
