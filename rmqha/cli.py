@@ -21,6 +21,7 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -32,10 +33,13 @@ from rmqha import __version__, cluster_cli, fuzz_cli, real_cli
 from rmqha.files import UserError, load_config, read_trace_text, write_text
 from rmqha.impl import bugs as B
 from rmqha.impl.catalogue import catalogue_rows
-from rmqha.impl.config import PROFILES, config_from_dict, default_config
+from rmqha.impl.config import PROFILES, ConfigError, config_from_dict, default_config
 from rmqha.impl.findings import FINDINGS, classify
 from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
 from rmqha.impl.trace import TraceFormatError, parse
+from rmqha.models.controller_log import validate_log
+from rmqha.real.check import REAL_CHECKS
+from rmqha.real.spec import load as load_real
 
 DEFAULT_STEPS = 20_000
 
@@ -392,15 +396,16 @@ def _cmd_show(args: argparse.Namespace, out: Console) -> int:
 
 
 def _cmd_invariants(args: argparse.Namespace, out: Console) -> int:
-    rows = catalogue_rows()
+    rows = [{**r, "realRun": REAL_CHECKS.get(r["id"], "")} for r in catalogue_rows()]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = Table(title=f"{len(rows)} invariants (docs/invariants.md)", show_lines=True)
-    for col in ("id", "statement", "RocketMQ source"):
+    table = Table(title=f"{len(rows)} invariants (docs/invariants.md); a real run (rmqha real test, docs/real.md) "
+                        f"checks {sum(1 for r in rows if r['realRun'])} of them", show_lines=True)
+    for col in ("id", "statement", "RocketMQ source", "a real run checks it on"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["id"], r["statement"], r["source"])
+        table.add_row(r["id"], r["statement"], r["source"], r["realRun"] or "-")
     out.print(table)
     return 0
 
@@ -548,9 +553,59 @@ def _conform_results(items: list[tuple[str, dict[str, Any]]], jobs: int) -> Any:
             yield f.result()
 
 
+def _real_run_dir(path: str) -> Path | None:
+    """The folder of a real run (rmqha real test) that ``path`` names: the folder, its controller log or its
+    trace; None for anything else."""
+    p = Path(path)
+    d = p if p.is_dir() else p.parent
+    if (d / "real.json").is_file() and (p.is_dir() or p.name in ("controller-log.jsonl", "trace.jsonl")):
+        return d
+    return None
+
+
+def _conform_real(d: Path, out: Console, as_json: bool) -> bool:
+    """The controller's committed event log of a real run, against the model (models/controller_log.py)."""
+    try:
+        spec = load_real(d)
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+    log = d / "controller-log.jsonl"
+    if not log.is_file():
+        raise UserError(f"{d}: no controller-log.jsonl (the run has not been checked, or its controller is JRaft)")
+    events = []
+    for i, line in enumerate(log.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            ob = json.loads(line)
+            events.append((int(ob["index"]), dict(ob["event"])))
+        except (ValueError, KeyError, TypeError):
+            raise UserError(f"{log}:{i}: not a controller-log line") from None
+    cfg = spec.cfg
+    rep = validate_log(events, len(spec.brokers), cfg.controller.enable_elect_unclean_master,
+                       cfg.broker.broker_name)
+    if as_json:
+        print(json.dumps({"trace": str(log), "conforms": rep.ok, **rep.to_json()}, sort_keys=True))
+    elif rep.ok:
+        out.print(f"{escape(str(log))}: the controller's {rep.events} committed events conform to the model "
+                  f"(actions: {', '.join(f'{k} {v}' for k, v in sorted(rep.actions.items())) or 'none'}; "
+                  f"extensions: {', '.join(f'{k} {v}' for k, v in sorted(rep.extensions.items())) or 'none'})")
+    else:
+        dv = rep.divergence
+        assert dv is not None
+        out.print(f"[red]diverges[/] {escape(str(log))} at log index {dv.index}: "
+                  f"{escape(json.dumps(dv.event, sort_keys=True))}")
+        out.print(f"  {escape(dv.why)}")
+    return rep.ok
+
+
 def _cmd_conform(args: argparse.Namespace, out: Console) -> int:
     items: list[tuple[str, dict[str, Any]]] = []
+    real_ok = True
+    real_dirs = [d for d in (_real_run_dir(p) for p in args.traces) if d is not None]
+    for d in dict.fromkeys(real_dirs):
+        real_ok = _conform_real(d, out, args.json) and real_ok
     for path in args.traces:
+        if _real_run_dir(path) is not None:
+            continue
         text = read_trace_text(path)
         if _model_trace_objs(path, text) is not None:
             raise UserError(f"{path}: a model trace; conform validates implementation traces (rmqha replay "
@@ -571,6 +626,8 @@ def _cmd_conform(args: argparse.Namespace, out: Console) -> int:
         items += [(f"seed {n}", header_for(cfg, n, args.steps, names, None, None, profile))
                   for n in _seed_range(args.seeds)]
     if not items:
+        if real_dirs:
+            return 0 if real_ok else 1
         raise UserError("nothing to validate: give trace files and/or --seeds A-B")
     jobs = args.jobs or os.cpu_count() or 1
     reports: list[dict[str, Any]] = []
@@ -605,7 +662,7 @@ def _cmd_conform(args: argparse.Namespace, out: Console) -> int:
         steps = sum(r.get("steps", 0) for r in reports)
         out.print(f"{good} of {len(reports)} traces conform ({steps} steps validated)"
                   + (f"; extensions used: {', '.join(f'{k} {v}' for k, v in sorted(ext.items()))}" if ext else ""))
-    return 0 if all(r.get("conforms") for r in reports) else 1
+    return 0 if all(r.get("conforms") for r in reports) and real_ok else 1
 
 
 def _cmd_prove(args: argparse.Namespace, out: Console) -> int:

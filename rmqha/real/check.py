@@ -24,6 +24,7 @@ stays with the simulator.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from collections import defaultdict
@@ -133,22 +134,43 @@ def read_snapshots(spec: RealSpec) -> list[Snapshot]:
 
 @dataclass
 class Files:
-    logs: dict[str, F.CommitLogView]
+    logs: dict[str, F.CommitLogView]  # each broker's log up to its logical end (``bound``)
+    raw: dict[str, F.CommitLogView]  # what its files hold, to the first zero
     epochs: dict[str, F.EpochFile | None]
     topics: dict[str, dict[str, Any]]
     controller: dict[str, F.DLedgerLog]
     errors: list[str]
+    stale: dict[str, dict[str, int]] = field(default_factory=dict)  # broker -> bytes past its logical end
 
 
-def read_files(spec: RealSpec) -> Files:
+def bound(view: F.CommitLogView, end: int) -> F.CommitLogView:
+    """The log as the broker sees it: the messages that end by ``end`` (its commit log's max offset). RocketMQ
+    truncates by moving a mapped file's write position (``MappedFileQueue.truncateDirtyFiles``), not by zeroing,
+    so whole messages from before a truncation can follow the logical end in the files."""
+    return dataclasses.replace(view, messages=[m for m in view.messages if m.end_offset <= end],
+                               end_offset=min(end, view.end_offset))
+
+
+def read_files(spec: RealSpec, ends: dict[str, int | None]) -> Files:
+    """Every node's files; ``ends``: each broker's last commit-log max offset the admin API reported (None:
+    unknown, the files' own end is taken)."""
     size = spec.cfg.store.mapped_file_size_commit_log
-    out = Files({}, {}, {}, {}, [])
+    out = Files({}, {}, {}, {}, {}, [])
     for b in spec.brokers:
         store = spec.store_dir(b)
         try:
-            out.logs[b] = F.read_commitlog(store / "commitlog", mapped_file_size=size)
+            raw = F.read_commitlog(store / "commitlog", mapped_file_size=size)
         except F.RealFileError as exc:
             out.errors.append(f"{b} commit log: {exc}")
+        else:
+            out.raw[b] = raw
+            end = ends.get(b)
+            out.logs[b] = raw if end is None else bound(raw, end)
+            if end is None:
+                out.errors.append(f"{b}: no commit-log end from the admin API at the end; its files' end is taken")
+            elif raw.end_offset > end:
+                past = [m for m in raw.messages if m.physical_offset >= end]
+                out.stale[b] = {"logicalEnd": end, "filesEnd": raw.end_offset, "messagesPast": len(past)}
         try:
             out.epochs[b] = F.load_epoch_file(store)
         except F.RealFileError as exc:
@@ -357,7 +379,7 @@ def check_files(v: Verdict, spec: RealSpec, files: Files, final_max: dict[str, i
     for b, log in sorted(files.logs.items()):
         if not log.stop.reason.clean:
             written = final_max.get(b)
-            if written is None or log.stop.offset < written:
+            if written is None or log.stop.offset < written:  # a broken record inside what the broker holds
                 v.fail("STORE-WHOLE-MESSAGES", f"{b}'s commit log stops at {log.stop.offset} on a "
                        f"{log.stop.reason.value} record ({log.stop.detail}) before its end {written}", broker=b)
         for m in log.messages:
@@ -452,7 +474,9 @@ def failovers(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[s
     """Per recipe that took the master away: how long until another master was named, and until it took a write."""
     out = []
     for ctx in context:
-        t0 = ctx["t"]
+        if ctx.get("tDown") is None:  # the recipe never took the master away (a controller kill, a net fault)
+            continue
+        t0 = ctx["tDown"]
         rel = [(s.t - spec.created_ms, s) for s in snaps]
         new = next(((t, s) for t, s in rel if t > t0 and s.leader is not None and s.leader.master_epoch is not None
                     and s.leader.master_epoch > (ctx["masterEpoch"] or 0) and s.master is not None), None)
@@ -473,12 +497,13 @@ def evaluate(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[st
     v = Verdict(notes=list(notes))
     h = read_history(spec)
     snaps = read_snapshots(spec)
-    files = read_files(spec)
-    v.notes += files.errors
     final = snaps[-1] if snaps else None
+    final_max = {b: (final.brokers[b].max_offset if final and b in final.brokers and final.brokers[b].ok else None)
+                 for b in spec.brokers}
+    files = read_files(spec, final_max)
+    v.notes += files.errors
     settled = not any(n.startswith("not settled") for n in notes)
     final_master = final.master if final else None
-    final_max = {b: (final.brokers[b].max_offset if final and b in final.brokers else None) for b in spec.brokers}
     check_history(v, h, final_master, files)
     applied = check_controller(v, spec, files)
     check_snapshots(v, snaps)

@@ -24,7 +24,8 @@ Formats (offsets in bytes):
   physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp, masterFlushedOffset, confirmPhyOffset.
 * **Broker identity** (``storePathRootDir/brokerIdentity``): ``cluster#brokerName#brokerId``; while a broker is
   registering, ``brokerIdentity-temp`` holds ``cluster#brokerName#brokerId#registerCheckCode`` (the check code is
-  ``address;millis``). ``abort`` exists while a broker runs (a broker that did not stop cleanly leaves it).
+  ``address;millis``). ``abort`` exists while a broker runs and holds its pid (a broker that did not stop cleanly
+  leaves it).
 * **Consume queue** (``storePathRootDir/consumequeue/TOPIC/QUEUEID/``): mapped files of 20-byte units
   ``commitLogOffset:i64, size:i32, tagsCode:i64``, named by byte offset (queue offset x 20). A unit with
   ``offset < 0`` or ``size <= 0`` ends the queue; ``(0, 0x7FFFFFFF, 0)`` units are the blank prefix a queue that
@@ -54,6 +55,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import json
 import mmap
 import re
@@ -158,9 +160,11 @@ class MappedFileInfo:
     length: int  # bytes on disk (a sample may be cut short; the broker's own files are the mapped size)
 
 
-def _list_mapped_files(directory: Path, what: str, mapped_file_size: int | None) -> tuple[list[MappedFileInfo], int]:
-    """The mapped files of one ``MappedFileQueue`` in order, and their mapped size (given, else from the names,
-    else the one file's length). Names must be 20-digit offsets spaced by the mapped size."""
+def _list_mapped_files(directory: Path, what: str,
+                       mapped_file_size: int | None) -> tuple[list[MappedFileInfo], int, bool]:
+    """The mapped files of one ``MappedFileQueue`` in order, their mapped size (given, else from the names, else
+    the one file's length) and whether that size is known (given, or two files or more). Names must be 20-digit
+    offsets spaced by the mapped size."""
     if not directory.is_dir():
         _fail(directory, f"no {what} directory")
     files: list[MappedFileInfo] = []
@@ -172,7 +176,7 @@ def _list_mapped_files(directory: Path, what: str, mapped_file_size: int | None)
         files.append(MappedFileInfo(p, int(p.name), p.stat().st_size))
     files.sort(key=lambda f: f.start_offset)
     if not files:
-        return [], mapped_file_size or 0
+        return [], mapped_file_size or 0, mapped_file_size is not None
     size = mapped_file_size
     if size is None:
         size = files[1].start_offset - files[0].start_offset if len(files) > 1 else files[0].length
@@ -187,7 +191,7 @@ def _list_mapped_files(directory: Path, what: str, mapped_file_size: int | None)
         _fail(files[-1].path, f"{what} file is {files[-1].length} bytes, more than the mapped size {size}")
     if files[0].start_offset % size:
         _fail(files[0].path, f"{what} file offset is not a multiple of the mapped size {size}")
-    return files, size
+    return files, size, mapped_file_size is not None or len(files) > 1
 
 
 class _Mapped:
@@ -390,7 +394,7 @@ def read_commitlog(directory: str | Path, *, mapped_file_size: int | None = None
     Reads each mapped file through mmap and stops at the first zero size, so a large preallocated tail costs
     nothing. ``strict``: a stop that is not clean raises ``RealFileError``."""
     d = Path(directory)
-    files, size = _list_mapped_files(d, "commit log", mapped_file_size)
+    files, size, certain = _list_mapped_files(d, "commit log", mapped_file_size)
     messages: list[CommitLogMessage] = []
     blanks: list[BlankFiller] = []
     stop: StopInfo | None = None
@@ -416,10 +420,13 @@ def read_commitlog(directory: str | Path, *, mapped_file_size: int | None = None
                     stop = StopInfo(reason, base + pos, f"{avail - pos} bytes left in the file")
                     break
                 total, magic = struct.unpack_from(">ii", buf, pos)
-                if total == 0:
-                    stop = StopInfo(StopReason.ZEROS, base + pos, "zero size: not written")
+                if total == 0:  # the broker's recovery ends here whatever follows
+                    reason = StopReason.ZEROS if magic == 0 else StopReason.BAD_RECORD
+                    stop = StopInfo(reason, base + pos, f"zero size (magic 0x{magic & 0xFFFFFFFF:08X}): not written")
                     break
                 if magic == BLANK_MAGIC:
+                    if not certain and total >= 8:  # one file, perhaps cut short: the filler tells the size
+                        size = pos + total
                     if total != size - pos:
                         stop = StopInfo(StopReason.BAD_RECORD, base + pos,
                                         f"blank filler of {total} bytes, {size - pos} left in the file")
@@ -431,7 +438,7 @@ def read_commitlog(directory: str | Path, *, mapped_file_size: int | None = None
                 if magic not in (MESSAGE_MAGIC_V1, MESSAGE_MAGIC_V2):
                     stop = StopInfo(StopReason.BAD_MAGIC, base + pos, f"magic 0x{magic & 0xFFFFFFFF:08X}")
                     break
-                if total < _MIN_MESSAGE or total > size - pos:
+                if total < _MIN_MESSAGE or (certain and total > size - pos):
                     stop = StopInfo(StopReason.BAD_RECORD, base + pos,
                                     f"size {total} does not fit the {size - pos} bytes left in the file")
                     break
@@ -674,8 +681,8 @@ def read_consume_queue(directory: str | Path, *, mapped_file_size: int | None = 
                        strict: bool = False) -> ConsumeQueueView:
     """The units of one queue's directory (``consumequeue/TOPIC/QUEUEID``)."""
     d = Path(directory)
-    files, size = _list_mapped_files(d, "consume queue", mapped_file_size)
-    if size % CQ_UNIT:
+    files, size, certain = _list_mapped_files(d, "consume queue", mapped_file_size)
+    if certain and size % CQ_UNIT:
         _fail(d, f"consume queue mapped size {size} is not a multiple of {CQ_UNIT}")
     units: list[ConsumeQueueUnit] = []
     first: int | None = None
@@ -743,7 +750,16 @@ class BrokerStore:
     checkpoint: StoreCheckpoint | None
     epochs: EpochFile | None  # as the broker would load it: the file, or its .bak
     abort: bool  # the abort file exists: the broker is running or did not stop cleanly
+    abort_pid: int | None  # what the abort file holds: the pid of the broker that wrote it
     commitlog: CommitLogView | None
+
+
+def _abort_pid(path: Path) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
 
 
 def read_broker_store(store_root: str | Path, commitlog_dir: str | Path | None = None, *,
@@ -760,6 +776,7 @@ def read_broker_store(store_root: str | Path, commitlog_dir: str | Path | None =
         checkpoint=read_store_checkpoint(root / "checkpoint") if (root / "checkpoint").is_file() else None,
         epochs=load_epoch_file(root / "epochFileCheckpoint"),
         abort=(root / "abort").exists(),
+        abort_pid=_abort_pid(root / "abort"),
         commitlog=read_commitlog(cl, strict=strict) if cl.is_dir() else None,
     )
 
@@ -1035,7 +1052,8 @@ def _dledger_dir(path: Path) -> Path:
     _fail(path, f"{len(found)} DLedger stores; name one: {', '.join(p.name for p in found)}")
 
 
-def _iter_dledger(files: list[MappedFileInfo], size: int) -> Iterator[tuple[int, ControllerEntry | StopInfo]]:
+def _iter_dledger(files: list[MappedFileInfo], size: int,
+                  certain: bool) -> Iterator[tuple[int, ControllerEntry | StopInfo]]:
     """(file number, entry) for every entry, then (file number, stop)."""
     last_index = last_term = -1
     for n, info in enumerate(files):
@@ -1057,19 +1075,22 @@ def _iter_dledger(files: list[MappedFileInfo], size: int) -> Iterator[tuple[int,
                     return
                 magic, total = struct.unpack_from(">ii", buf, pos)
                 if magic == DLEDGER_BLANK_MAGIC:
+                    if not certain and total >= 8:
+                        size = pos + total
                     if total != size - pos:
                         yield n, StopInfo(StopReason.BAD_RECORD, base + pos,
                                           f"blank filler of {total} bytes, {size - pos} left in the file")
                         return
                     pos = size
                     continue
-                if total == 0:
-                    yield n, StopInfo(StopReason.ZEROS, base + pos, "zero size: not written")
+                if total == 0:  # DLedger's recovery ends here whatever the magic
+                    reason = StopReason.ZEROS if magic == 0 else StopReason.BAD_RECORD
+                    yield n, StopInfo(reason, base + pos, f"zero size (magic {magic}): not written")
                     return
                 if magic != DLEDGER_MAGIC:
                     yield n, StopInfo(StopReason.BAD_MAGIC, base + pos, f"magic {magic}")
                     return
-                if total < DLEDGER_HEADER or total > size - pos:
+                if total < DLEDGER_HEADER or (certain and total > size - pos):
                     yield n, StopInfo(StopReason.BAD_RECORD, base + pos,
                                       f"size {total} does not fit the {size - pos} bytes left in the file")
                     return
@@ -1105,11 +1126,11 @@ def read_dledger_log(path: str | Path, *, mapped_file_size: int | None = None,
     ``path``: the ``controllerStorePath``, the ``dledger-SELFID`` directory or its ``data``. A body that is not a
     controller event raises ``RealFileError``; ``strict``: so does a stop that is not clean."""
     d = _dledger_dir(Path(path))
-    files, size = _list_mapped_files(d / "data", "DLedger data", mapped_file_size)
+    files, size, certain = _list_mapped_files(d / "data", "DLedger data", mapped_file_size)
     entries: list[ControllerEntry] = []
     stop = StopInfo(StopReason.END_OF_DATA, 0, "no files")
     last_file = 0
-    for n, item in _iter_dledger(files, size):
+    for n, item in _iter_dledger(files, size, certain):
         if isinstance(item, StopInfo):
             stop, last_file = item, n
         else:
@@ -1151,6 +1172,11 @@ _JRAFT_OPS: dict[int, tuple[str, str]] = {
 }
 
 
+KIT_JRAFT_OPS = frozenset({"alterSyncStateSet", "electMaster", "registerSuccess", "getReplicaInfo", "getSyncStateData",
+                           "cleanBrokerData", "getNextBrokerId", "applyBrokerId", "closeChannel", "checkNotActive",
+                           "heartbeat"})
+
+
 def _num(v: str | None) -> int | None:
     if v is None or v == "" or v == "null":
         return None
@@ -1190,9 +1216,17 @@ class ControllerRequest:
         except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
             raise RealFileError(f"{self.name} body is not JSON ({str(exc).splitlines()[0]})") from None
 
+    @property
+    def in_kit(self) -> bool:
+        """The kit's JRaft controller executes this operation (``impl/controller/jraft.py``)."""
+        return self.op in KIT_JRAFT_OPS
+
     def to_kit(self) -> dict[str, Any]:
         """The kit's JRaft entry (``RequestEntry.to_dict``: ``type`` Request, ``op``, ``args``, ``stamp``), with the
-        argument names ``impl/controller/node.py`` logs for each operation."""
+        argument names ``impl/controller/node.py`` logs for each operation. ``stamp`` is the time the request
+        carries (``invokeTime``; a heartbeat's ``lastUpdateTimestamp``, the scan's ``checkTimeMillis``), 0 when it
+        carries none (getNextBrokerId, applyBrokerId). ``getBrokerLiveInfo`` converts, but the kit does not execute
+        it (``in_kit``)."""
         h = self.ext_fields
         op = self.op
         args: dict[str, Any]
@@ -1229,13 +1263,18 @@ class ControllerRequest:
         elif op == "checkNotActive":
             args = {}
             stamp = _num(h.get("checkTimeMillis")) or 0
-        elif op == "heartbeat":
-            args = {"clusterName": h.get("clusterName", ""), "brokerName": h.get("brokerName", ""),
-                    "brokerAddr": h.get("brokerAddr", ""), "brokerId": _num(h.get("brokerId")),
-                    "heartbeatTimeoutMills": _num(h.get("heartbeatTimeoutMills")), "epoch": _num(h.get("epoch")),
+        elif op == "heartbeat":  # RaftBrokerHeartBeatEventRequest: the identity fields carry a suffix
+            args = {"clusterName": h.get("clusterNameIdentityInfo", ""),
+                    "brokerName": h.get("brokerNameIdentityInfo", h.get("brokerName", "")),
+                    "brokerAddr": h.get("brokerAddr", ""),
+                    "brokerId": _num(h.get("brokerIdIdentityInfo", h.get("brokerId"))),
+                    "heartbeatTimeoutMills": _num(h.get("heartbeatTimeoutMillis")), "epoch": _num(h.get("epoch")),
                     "maxOffset": _num(h.get("maxOffset")), "confirmOffset": _num(h.get("confirmOffset")),
                     "electionPriority": _num(h.get("electionPriority"))}
             stamp = _num(h.get("lastUpdateTimestamp")) or stamp
+        elif op == "getBrokerLiveInfo":  # not in the kit (its leader reads its applied table instead)
+            args = {"clusterName": h.get("clusterName", ""), "brokerName": h.get("brokerName", ""),
+                    "brokerId": _num(h.get("brokerId"))}
         else:
             raise RealFileError(f"{self.name} has no kit counterpart")
         return {"type": "Request", "op": op, "args": args, "stamp": stamp}
@@ -1291,8 +1330,17 @@ def parse_jraft_dump(text: str, where: str = "JRaft dump") -> list[JraftEntry]:
 
 
 def read_jraft_dump(path: str | Path) -> list[JraftEntry]:
+    """A file of ``JraftDump`` output (gzip-compressed when its name ends in ``.gz``)."""
     p = Path(path)
-    return parse_jraft_dump(_read_text(p, "JRaft dump"), str(p))
+    if p.suffix != ".gz":
+        return parse_jraft_dump(_read_text(p, "JRaft dump"), str(p))
+    if not p.is_file():
+        _fail(p, "no JRaft dump file")
+    try:
+        text = gzip.decompress(p.read_bytes()).decode("utf-8")
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+        _fail(p, f"not gzip-compressed UTF-8 text ({exc})")
+    return parse_jraft_dump(text, str(p))
 
 
 def jraft_dump_command(java: str, classpath: str, class_dir: str | Path, controller_store: str | Path) -> list[str]:

@@ -70,6 +70,7 @@ class Nemesis:
 
     # -------------------------------------------------------------------------------------------- actions
     def kill(self, node: str, why: str = "") -> None:
+        self._down(node)
         self.act("crash", node=node, why=why)
         C.supervise(self.spec, {"op": "signal", "node": node, "signal": "KILL"}, timeout=20)
         self.dead.add(node)
@@ -80,6 +81,7 @@ class Nemesis:
         self.dead.discard(node)
 
     def pause(self, node: str) -> None:
+        self._down(node)
         self.act("pause", node=node)
         C.supervise(self.spec, {"op": "signal", "node": node, "signal": "STOP"})
         self.paused.add(node)
@@ -90,6 +92,9 @@ class Nemesis:
         self.paused.discard(node)
 
     def partition(self, a: list[str], b: list[str]) -> str:
+        if set(b) >= {n for n in self.spec.nodes if n not in a}:  # cut from everything: it is gone for the set
+            for n in a:
+                self._down(n)
         self._n += 1
         pid = f"p{self._n}"
         links = [[x, y] for x in a for y in b] + [[y, x] for x in a for y in b]
@@ -116,6 +121,16 @@ class Nemesis:
         netns.clear_link_fault(self.spec.run, node)
         self.netem.discard(node)
 
+    def _down(self, node: str) -> None:
+        """The current recipe's context learns when the master it acts on went away (failovers count from it)."""
+        ctx = self.context[-1] if self.context else None
+        if ctx is not None and ctx["master"] == node and ctx.get("tDown") is None:
+            ctx["tDown"] = self.now()
+            snap = self.obs.poll()
+            lead = snap.leader if snap is not None else None
+            if lead is not None:  # the SyncStateSet the failover must choose from (isolate-master shrinks it)
+                ctx["sss"] = [lead.ids.get(i, str(i)) for i in lead.sss]
+
     # -------------------------------------------------------------------------------------------- recipes
     def current(self, timeout: float = 15.0) -> Snapshot:
         snap = self.obs.wait(lambda s: s.master is not None, timeout)
@@ -129,7 +144,8 @@ class Nemesis:
         lead = snap.leader
         assert master is not None and lead is not None
         self.context.append({"recipe": recipe, "t": self.now(), "master": master, "masterEpoch": lead.master_epoch,
-                             "sss": [lead.ids.get(i, str(i)) for i in lead.sss], "leader": lead.node})
+                             "sss": [lead.ids.get(i, str(i)) for i in lead.sss], "leader": lead.node,
+                             "tDown": None})
         others = [b for b in self.spec.brokers if b != master]
         if recipe == "kill-master":
             self.kill(master, recipe)

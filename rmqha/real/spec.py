@@ -70,15 +70,16 @@ def real_config(profile: str | None, user: dict[str, Any]) -> Config:
     if profile is not None and profile not in REAL_PROFILES:
         raise ConfigError(f"--profile {profile!r}: a real cluster takes {', '.join(REAL_PROFILES)} "
                           "(the others change simulator-only settings)")
+    for sec in ("faults", "sim", "network"):
+        if user.get(sec):
+            raise ConfigError(f"[{sec}] is simulator-only: a real cluster takes its faults from the harness")
+    # a profile's fault weights are the simulator's schedule: a real run takes its faults from the harness
+    profile_cfg = {k: v for k, v in PROFILES.get(profile or "safe", {}).items() if k != "faults"}
     merged: dict[str, dict[str, Any]] = {}
-    for layer in (LOCAL_TIMING, REAL_DEFAULTS, PROFILES.get(profile or "safe", {}), user):
+    for layer in (LOCAL_TIMING, REAL_DEFAULTS, profile_cfg, user):
         for sec, vals in layer.items():
             if isinstance(vals, dict):
                 merged.setdefault(sec, {}).update(vals)
-    for sec in ("faults", "sim", "network"):
-        if merged.get(sec):
-            raise ConfigError(f"[{sec}] is simulator-only: a real cluster takes its faults from the harness")
-    merged.pop("faults", None)
     cfg = config_from_dict(merged)
     if cfg.cluster.mode != "controller":
         raise ConfigError("rmqha real runs controller mode only ([cluster] mode = 'controller')")
