@@ -39,9 +39,10 @@ class Version:
 # Oldest first. Each is a release Maven Central serves; ``why`` says what the kit uses it for.
 KNOWN: tuple[Version, ...] = (
     Version("5.3.3", "pinned: the version the kit's reference implementation mirrors"),
-    Version("5.3.4", "the 5.3 line's next release"),
-    Version("5.4.0", "the 5.4 line"),
-    Version("5.5.1", "the newest 5.x Maven Central serves (2026-11)"),
+    Version("5.4.0", "the first release with PR #9690 (AutoSwitchHAConnection refreshes its transfer epoch's end; "
+                     "5.3.4's common, remoting, client and tools jars are not on Maven Central)"),
+    Version("5.5.0", "the newest 5.x Maven Central serves whole (5.5.1 has its broker and controller there, not its "
+                     "namesrv, client or tools)"),
 )
 NEWEST = KNOWN[-1].version
 _VERSION_RE = re.compile(r"^5\.\d+\.\d+$")
