@@ -19,7 +19,8 @@ Formats (offsets in bytes):
   the file is not written. Unwritten space is zeros (files are preallocated), so a zero ``totalSize`` is the end.
 * **Epoch file** (``storePathRootDir/epochFileCheckpoint`` and ``.bak``, ``CheckpointFile``): text lines, the entry
   count, the CRC-32 (31-bit) of the entry lines each followed by ``\\n`` (0: not checked), then ``epoch-startOffset``
-  per entry. An entry ends where the next one starts; the last one is open.
+  per entry. An entry ends where the next one starts; the last one is open. Every write first copies the old file
+  to ``.bak``; an empty entry list is never written (the old file stays).
 * **Store checkpoint** (``storePathRootDir/checkpoint``): a 4 KiB page, of which the first 40 bytes are five i64:
   physicMsgTimestamp, logicsMsgTimestamp, indexMsgTimestamp, masterFlushedOffset, confirmPhyOffset.
 * **Broker identity** (``storePathRootDir/brokerIdentity``): ``cluster#brokerName#brokerId``; while a broker is
@@ -39,9 +40,10 @@ Formats (offsets in bytes):
   out, the enum name under ``eventType``): 1 AlterSyncStateSet, 2 ApplyBrokerId, 3 ElectMaster, 5 CleanBrokerData,
   6 UpdateBrokerAddress. One event per entry (the controller proposes a batch of single-event bodies); an empty body
   is the leader's first proposal (or a read, with ``isProcessReadEvent``). The multi-event layout of
-  ``ListEventSerializer`` (``type:i16, length:i32, json`` repeated) is decoded too, though no 5.x controller writes it.
+  ``ListEventSerializer`` (``type:i16, length:i32, json`` repeated) is decoded too, though neither 5.3.3 nor 5.5.1
+  writes it.
 * **JRaft log** (``controllerType=jRaft``): RocksDB, read by ``java/JraftDump.java`` into JSON lines
-  ``{"index", "term", "type", "data" (base64), "peers"}``. A data entry is the REQUEST, not an event: the
+  ``{"index", "term", "type", "data" (base64), "peers", "corrupted"}``. A data entry is the REQUEST, not an event: the
   ``RemotingCommand`` as framed on the wire (``RemotingCommand.encode``). Every controller node validates and applies
   it (``JRaftControllerStateMachine``), so what it did depends on the replicated state when it applied.
 
@@ -69,13 +71,13 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 __all__ = [
-    "AlterSyncStateSetEvent", "ApplyBrokerIdEvent", "BlankFiller", "BrokerIdentity", "BrokerStore",
+    "KIT_JRAFT_OPS", "AlterSyncStateSetEvent", "ApplyBrokerIdEvent", "BlankFiller", "BrokerIdentity", "BrokerStore",
     "CleanBrokerDataEvent", "CommitLogMessage", "CommitLogView", "ConsumeQueueUnit", "ConsumeQueueView",
     "ControllerEntry", "ControllerEvent", "ControllerRequest", "DLedgerCheckpoint", "DLedgerLog",
     "ElectMasterEvent", "EpochEntry", "EpochFile", "JraftEntry", "MappedFileInfo", "RealFileError", "StopInfo",
     "StopReason", "StoreCheckpoint", "TempBrokerIdentity", "UnknownEvent", "UpdateBrokerAddressEvent",
     "decode_controller_events", "decode_jraft_request", "java_string_hash", "jraft_dump_command",
-    "list_consume_queue_topics", "load_epoch_file", "parse_jraft_dump", "read_broker_identity",
+    "list_consume_queue_topics", "load_epoch_file", "parse_jraft_dump", "parse_properties", "read_broker_identity",
     "read_broker_store", "read_commitlog", "read_consume_queue", "read_consume_queues", "read_dledger_checkpoint",
     "read_dledger_log", "read_epoch_file", "read_jraft_dump", "read_store_checkpoint", "read_temp_broker_identity",
 ]
@@ -247,7 +249,7 @@ class CommitLogMessage:
     prepared_transaction_offset: int
     body: bytes = field(repr=False)
     topic: str
-    properties: dict[str, str] = field(repr=False)
+    properties: dict[str, str] = field(repr=False, hash=False)
     offset_msg_id: str  # store host + physical offset in hex, as ``SendResult.getOffsetMsgId``
 
     @property
@@ -1197,7 +1199,7 @@ class ControllerRequest:
 
     code: int
     opaque: int
-    ext_fields: dict[str, str]
+    ext_fields: dict[str, str] = field(hash=False)
     body: bytes = field(repr=False)
 
     @property
@@ -1300,6 +1302,7 @@ class JraftEntry:
     data: bytes = field(repr=False)
     peers: tuple[str, ...]  # configuration entries
     request: ControllerRequest | None  # data entries
+    corrupted: bool = False  # the entry's checksum did not hold (JraftDump's "corrupted")
 
 
 def parse_jraft_dump(text: str, where: str = "JRaft dump") -> list[JraftEntry]:
@@ -1325,7 +1328,7 @@ def parse_jraft_dump(text: str, where: str = "JRaft dump") -> list[JraftEntry]:
         if not isinstance(peers, list):
             _fail(where, f"line {n}: peers is not a list")
         req = decode_jraft_request(data, f"{where} index {index}") if kind == "ENTRY_TYPE_DATA" and data else None
-        out.append(JraftEntry(index, term, kind, data, tuple(str(p) for p in peers), req))
+        out.append(JraftEntry(index, term, kind, data, tuple(str(p) for p in peers), req, d.get("corrupted") is True))
     return out
 
 
