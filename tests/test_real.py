@@ -68,9 +68,9 @@ def _entry(index: int, *events: Any) -> F.ControllerEntry:
     return F.ControllerEntry(index, 1, 0, 0, 0, 0, 0, b"", tuple(events))
 
 
-def _log(*entries: F.ControllerEntry) -> F.DLedgerLog:
-    return F.DLedgerLog(Path("c0"), list(entries), None, None, None,
-                        F.StopInfo(F.StopReason.END_OF_DATA, 0, ""), 0)
+def _log(*entries: F.ControllerEntry) -> list[K.CtlEntry]:
+    return K.dledger_entries(F.DLedgerLog(Path("c0"), list(entries), None, None, None,
+                                          F.StopInfo(F.StopReason.END_OF_DATA, 0, ""), 0))
 
 
 def _apply(i: int) -> F.ApplyBrokerIdEvent:

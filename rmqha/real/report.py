@@ -139,7 +139,8 @@ def write_outputs(spec: RealSpec, result: dict[str, Any]) -> str:
             f.write(json.dumps(e, sort_keys=True) + "\n")
     result["controllerEvents"] = len(applied)
     result["files"] = {"commitLogEnds": {b: lg.end_offset for b, lg in files.logs.items()},
-                       "epochs": {b: (ef.pairs() if ef else []) for b, ef in files.epochs.items()}}
+                       "epochs": {b: (ef.pairs() if ef else []) for b, ef in files.epochs.items()},
+                       "stale": files.stale}
     for v in result["violations"]:  # the full lists are in the history; the result keeps a sample
         if len(v.get("lost", ())) > 50:
             v["lost"] = v["lost"][:50]
