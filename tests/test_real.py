@@ -11,8 +11,10 @@ The real runs need root (network namespaces), Java and Maven; without them they 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +147,7 @@ def real_ready() -> None:
 def _nothing_left(folder: Path) -> None:
     run = run_id(folder)
     assert netns.existing(run) == []
-    left = subprocess.run(["pgrep", "-af", str(folder)], capture_output=True, text=True).stdout.strip()
+    left = _procs(folder)
     assert left == "", left
 
 
@@ -205,3 +207,34 @@ def test_the_log_conformance_catches_events_no_model_action_explains() -> None:
     assert same.divergence is not None and "check 2" in same.divergence.why
     drop = validate_log(enumerate([*base, F.AlterSyncStateSetEvent("bs", frozenset({2, 3})).to_kit()]), 3, False)
     assert drop.divergence is not None and "check 7" in drop.divergence.why
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_real_test_killed_mid_run_leaves_nothing(real_ready: None, tmp_path: Path, sig: signal.Signals) -> None:
+    """``rmqha real test`` ended by a signal while its workload runs: SIGTERM runs its ``finally`` (the cluster
+    ends, exit 130); SIGKILL gives it no chance, and the supervisor, which watches its owner, ends the cluster."""
+    folder = tmp_path / "sig"
+    proc = subprocess.Popen([sys.executable, "-m", "rmqha", "real", "test", "--dir", str(folder), "--duration", "300",
+                             "--faults", "none"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    try:
+        deadline = time.monotonic() + 240
+        for line in proc.stdout:
+            if line.startswith("topic ") or time.monotonic() > deadline:
+                break
+        proc.send_signal(sig)
+        code = proc.wait(120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if sig == signal.SIGTERM:
+        assert code == 130
+    end = time.monotonic() + 30  # SIGKILL: the supervisor notices its owner is gone within half a second
+    while time.monotonic() < end and (netns.existing(run_id(folder)) or _procs(folder)):
+        time.sleep(0.5)
+    _nothing_left(folder)
+
+
+def _procs(folder: Path) -> str:
+    return subprocess.run(["pgrep", "-af", str(folder)], capture_output=True, text=True).stdout.strip()

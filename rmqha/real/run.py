@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -62,20 +63,30 @@ def _settled(spec: RealSpec, s: Snapshot) -> bool:
     return len(ends) == len(spec.brokers) and len(set(ends.values())) == 1
 
 
-def _interruptible() -> None:
-    """SIGTERM / SIGHUP end the run as Ctrl-C does: through the ``finally`` that ends the cluster."""
+def _interruptible() -> dict[int, Any]:
+    """SIGTERM / SIGHUP end the run as Ctrl-C does: through the ``finally`` that ends the cluster. Returns the
+    handlers it replaced (restored when the run ends)."""
     def raise_interrupt(signum: int, frame: Any) -> None:
         raise KeyboardInterrupt
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, raise_interrupt)
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
 
 
 def run_test(opts: RealTestOptions, say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
     for r in opts.faults:
         if r not in RECIPES:
             raise C.RealError(f"unknown fault {r!r} (known: {', '.join(RECIPES)})")
-    _interruptible()
+    replaced = _interruptible()
+    try:
+        return _run_test(opts, say)
+    finally:
+        for sig, handler in replaced.items():
+            signal.signal(sig, handler)
+
+
+def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, Any]:
     t_begin = time.monotonic()
     lifetime = int(opts.duration + opts.settle + 300 + 60 * len(opts.faults))
     spec = C.up(opts.folder, opts.cfg, version=opts.version, profile=opts.profile, lifetime_s=lifetime,
