@@ -345,8 +345,9 @@ def _config(tmp: Path, routes: list[tuple[str, str, str, int]], lifetime: float 
 
 
 @contextlib.asynccontextmanager
-async def proxied(tmp: Path, routes: list[tuple[str, str, str, int]]) -> AsyncIterator[Handle]:
-    cfg = P.parse_config(_config(tmp, routes))
+async def proxied(tmp: Path, routes: list[tuple[str, str, str, int]],
+                  watch: list[Any] | None = None) -> AsyncIterator[Handle]:
+    cfg = P.parse_config({**_config(tmp, routes), "watch": watch or []})
     proxy = P.Proxy(cfg)
     task = asyncio.get_running_loop().create_task(proxy.run())
     for _ in range(500):
@@ -458,6 +459,31 @@ def test_drop_response_by_code_with_count(tmp_path):
         assert lifts == [("d1", "spent", 2), ("d2", "stop", 0)]
 
     run(main())
+
+
+def test_watched_requests_and_their_responses_are_recorded(tmp_path):
+    async def main() -> None:
+        async with RpcServer() as srv, proxied(tmp_path, [("b.remoting", "b", "remoting", srv.port)],
+                                               watch=["NOTIFY_BROKER_ROLE_CHANGED", 1001]) as h:
+            cli = await RpcClient.open(h.ports["b.remoting"])
+            for op, code in enumerate([1008, 1004, 1001]):
+                cli.send(code, op + 1)
+            got = [await cli.recv() for _ in range(3)]
+            assert all(f is not None for f in got)
+            assert len(srv.frames) == 3
+            cli.close()
+        lines = [e for e in h.lines() if e["k"] == "frame"]
+        requests = [(e["code"], e["opaque"], e["from"], e["to"]) for e in lines if not e["response"]]
+        responses = [(e["req_code"], e["opaque"], e["from"], e["to"]) for e in lines if e["response"]]
+        assert requests == [(1008, 1, "a", "b"), (1001, 3, "a", "b")]  # 1004 is not watched
+        assert sorted(responses) == [(1001, 3, "b", "a"), (1008, 1, "b", "a")]
+
+    run(main())
+
+
+def test_bad_watch_config_is_refused():
+    with pytest.raises(P.ConfigError, match="watch"):
+        P.parse_config({**_config(Path("/nonexistent"), [("b.remoting", "b", "remoting", 1)]), "watch": ["NOPE"]})
 
 
 def test_delay_response_holds_it_and_keeps_order(tmp_path):

@@ -511,10 +511,22 @@ def check_end(v: Verdict, spec: RealSpec, files: Files, h: History, final: Snaps
 # --------------------------------------------------------------------------------------------- the whole
 
 
-def failovers(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[str, Any]], snaps: list[Snapshot],
-              h: History) -> list[dict[str, Any]]:
-    """Per recipe that took the master away: how long until another master was named, and until it took a write."""
+def read_frames(spec: RealSpec) -> list[dict[str, Any]]:
+    """The controller protocol's requests and responses the proxy recorded (``control.WATCH``), ``t`` relative."""
     out = []
+    for d in _lines(spec.dir / "events" / "proxy.jsonl"):
+        if d.get("k") == "frame":
+            out.append({**d, "t": int(d["t"]) - spec.created_ms})
+    return out
+
+
+def failovers(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[str, Any]], snaps: list[Snapshot],
+              h: History, frames: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Per recipe that took the master away: how long until another master was named, and until it took a write.
+    The election's time is the controller's first NOTIFY_BROKER_ROLE_CHANGED of a higher masterEpoch as the proxy
+    saw it (to the ms); without one, the first admin snapshot naming the new master (up to a round late)."""
+    out = []
+    notify = [f for f in frames or () if not f["response"] and f.get("name") == "NOTIFY_BROKER_ROLE_CHANGED"]
     for ctx in context:
         if ctx.get("tDown") is None:  # the recipe never took the master away (a controller kill, a net fault)
             continue
@@ -523,10 +535,17 @@ def failovers(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[s
         new = next(((t, s) for t, s in rel if t > t0 and s.leader is not None and s.leader.master_epoch is not None
                     and s.leader.master_epoch > (ctx["masterEpoch"] or 0) and s.master is not None), None)
         row = {"recipe": ctx["recipe"], "at": t0, "oldMaster": ctx["master"], "oldSss": ctx["sss"],
-               "newMaster": None, "electedAfterMs": None, "firstWriteAfterMs": None, "newMasterInSss": None}
+               "newMaster": None, "electedAfterMs": None, "electedSeenBy": None, "firstWriteAfterMs": None,
+               "newMasterInSss": None}
         if new is not None:
             t_new, s = new
-            row.update(newMaster=s.master, electedAfterMs=t_new - t0, newMasterInSss=s.master in ctx["sss"])
+            row.update(newMaster=s.master, electedAfterMs=t_new - t0, electedSeenBy="admin snapshot",
+                       newMasterInSss=s.master in ctx["sss"])
+            note = next((f for f in notify if f["t"] > t0 and int(f["ext"].get("masterEpoch", 0) or 0)
+                         > (ctx["masterEpoch"] or 0) and spec.node_of_addr(str(f["ext"].get("masterAddress", "")))
+                         == s.master), None)
+            if note is not None and note["t"] - t0 <= t_new - t0:
+                row.update(electedAfterMs=note["t"] - t0, electedSeenBy="NOTIFY_BROKER_ROLE_CHANGED at the proxy")
             w = next((r for r in h.acked if r["t"] > t0 and r.get("broker") == s.master), None)
             if w is not None:
                 row["firstWriteAfterMs"] = w["t"] - t0
@@ -562,5 +581,5 @@ def evaluate(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[st
     return {"valid": not v.violations and final_master is not None, "violations": v.violations,
             "checked": v.checked, "notes": v.notes, "counts": counts, "statuses": dict(statuses),
             "finalMaster": final_master, "settled": settled,
-            "failovers": failovers(spec, faults, context, snaps, h), "faults": faults,
+            "failovers": failovers(spec, faults, context, snaps, h, read_frames(spec)), "faults": faults,
             "controllerLog": applied, "history": h, "snapshots": snaps, "files": files}

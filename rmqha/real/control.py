@@ -29,6 +29,11 @@ from . import maven, netns
 from .spec import RUN_FILE, SPEC_FILE, RealSpec, create, load
 
 UP_TIMEOUT_S = 300.0
+# The controller protocol's requests the proxy records with their responses (``events/proxy.jsonl``, ``frame``
+# lines): the run's timeline of elections, role notifications, SyncStateSet changes, registrations, to the ms.
+WATCH = ("CONTROLLER_ELECT_MASTER", "CONTROLLER_ALTER_SYNC_STATE_SET", "NOTIFY_BROKER_ROLE_CHANGED",
+         "CONTROLLER_REGISTER_BROKER", "CONTROLLER_GET_NEXT_BROKER_ID", "CONTROLLER_APPLY_BROKER_ID",
+         "CLEAN_BROKER_DATA", "CONTROLLER_GET_REPLICA_INFO", "REGISTER_BROKER")
 
 
 class RealError(RuntimeError):
@@ -86,7 +91,7 @@ def proxy_config(spec: RealSpec) -> dict[str, Any]:
             framing = {"remoting": "remoting", "fast": "remoting", "ha": "ha"}.get(kind, "raw")
             routes.append({"name": f"{node}.{kind}", "node": node, "kind": framing, "listen": [h.front, port],
                            "target": [h.addr, port]})
-    return {"routes": routes, "peers": {spec.host(n).addr: n for n in spec.nodes},
+    return {"routes": routes, "peers": {spec.host(n).addr: n for n in spec.nodes}, "watch": list(WATCH),
             "control": str(spec.proxy_sock), "events": str(spec.dir / "events" / "proxy.jsonl"),
             "lifetime_s": spec.lifetime_s}
 

@@ -146,6 +146,7 @@ class Config:
     control: Path
     events: Path
     lifetime_s: float = 3600.0
+    watch: frozenset[int] = frozenset()  # request codes whose frames (and their responses) are recorded
 
 
 def _addr(v: Any, what: str) -> tuple[str, int]:
@@ -184,7 +185,14 @@ def parse_config(obj: Any) -> Config:
     life = obj.get("lifetime_s", 3600)
     if isinstance(life, bool) or not isinstance(life, int | float) or life <= 0:
         raise ConfigError(f"config: 'lifetime_s' must be a positive number, got {life!r}")
-    return Config(tuple(routes), dict(peers), Path(control), Path(events), float(life))
+    watch = obj.get("watch", [])
+    if not isinstance(watch, list) or not all(isinstance(c, int | str) and not isinstance(c, bool) for c in watch):
+        raise ConfigError("config: 'watch' must list request codes (numbers or names)")
+    try:
+        codes = frozenset(remoting.request_code(c) for c in watch)
+    except (KeyError, ValueError) as exc:
+        raise ConfigError(f"config: 'watch': {exc}") from None
+    return Config(tuple(routes), dict(peers), Path(control), Path(events), float(life), codes)
 
 
 def load_config(path: str | Path) -> Config:
@@ -363,6 +371,7 @@ class _Dir:
         self.wake = asyncio.Event()
         self.decoder: remoting.FrameDecoder | None = remoting.FrameDecoder() if framed else None
         self.awaiting: dict[int, tuple[Fault, int]] = {}  # opaque -> (response fault, request code) for THIS dir
+        self.watched: dict[int, int] = {}  # opaque -> watched request code, whose response comes on THIS dir
         self.delay_seen: set[str] = set()
         self.cut: list[Any] | None = None  # [fault, bytes left]
         self.bytes_in = 0
@@ -834,9 +843,31 @@ class Proxy:
             if f.count <= 0:
                 self.lift(f.id, "spent")
 
+    def _record_frame(self, d: _Dir, frame: remoting.Frame) -> None:
+        """Record a watched request or its response (``config.watch``): the protocol's timeline, to the ms."""
+        if frame.is_response:
+            req = d.watched.pop(frame.opaque, None)
+            if req is None:
+                return
+            self.events.write("frame", route=d.conn.route.name, conn=d.conn.id, **{"from": d.a, "to": d.b},
+                              response=True, code=frame.code, req_code=req, req_name=remoting.code_name(req),
+                              opaque=frame.opaque, ext=frame.ext_fields, remark=frame.remark)
+            return
+        if frame.code not in self.config.watch:
+            return
+        if not frame.is_oneway:
+            if len(d.other.watched) >= MAX_AWAITING:
+                d.other.watched.pop(next(iter(d.other.watched)))
+            d.other.watched[frame.opaque] = frame.code
+        self.events.write("frame", route=d.conn.route.name, conn=d.conn.id, **{"from": d.a, "to": d.b},
+                          response=False, code=frame.code, name=frame.name, opaque=frame.opaque,
+                          oneway=frame.is_oneway, ext=frame.ext_fields)
+
     def frame_action(self, d: _Dir, frame: remoting.Frame) -> tuple[str, float]:
         """("drop" | "pass", extra delay ms) for one frame read on ``d`` (from node ``d.a`` to node ``d.b``)."""
         route = d.conn.route.name
+        if self.config.watch:
+            self._record_frame(d, frame)
         if frame.is_response:
             entry = d.awaiting.pop(frame.opaque, None)
             if entry is None:

@@ -1,0 +1,10 @@
+"""The reproductions of the kit's findings on real RocketMQ, one module per finding (or family).
+
+Importing this package registers every reproduction in ``rmqha.real.repro.REPROS``; ``rmqha real repro`` lists
+and runs them. A new module is added to the import list below.
+"""
+
+from ..repro import REPROS
+from . import truncated_tail  # noqa: F401  (registers)
+
+__all__ = ["REPROS"]
