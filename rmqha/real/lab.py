@@ -20,6 +20,7 @@ same outputs as ``rmqha real test``.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -29,7 +30,7 @@ from typing import Any
 from ..impl.config import Config
 from . import control as C
 from .check import Files, read_files
-from .clients import Client, Observer
+from .clients import Client, Observer, Tail
 from .nemesis import Nemesis
 from .observe import Snapshot, observe_args, run_tool
 from .spec import RealSpec
@@ -103,6 +104,19 @@ class Lab:
         if s is None:
             s = self.wait(lambda _s: True, 30, "a first admin snapshot")
         return s
+
+    def fresh(self, timeout: float = 30) -> Snapshot:
+        """What the cluster looks like *now*: the second snapshot whose answers all came after this call (the
+        first may hold answers to calls made before it)."""
+        t = int(time.time() * 1000)
+        seen: list[Snapshot] = []
+
+        def second(s: Snapshot) -> bool:
+            if s.t0 >= t and s not in seen:
+                seen.append(s)
+            return len(seen) >= 2
+
+        return self.wait(second, timeout, "an admin snapshot taken after this step")
 
     def wait(self, pred: Callable[[Snapshot], bool], timeout: float, what: str) -> Snapshot:
         s = self.obs.wait(pred, timeout)
@@ -215,24 +229,45 @@ class Lab:
                            f"{next((d.get('error') for d in lines if d.get('error')), 'no answer')}")
         self.note(f"topic {topic}: {queues} queues on {', '.join(nodes)}")
 
-    def _produce_args(self, topic: str, prefix: str, interval_ms: int, size: int) -> list[str]:
+    def _produce_args(self, topic: str, prefix: str, interval_ms: int, size: int,
+                      timeout_ms: int | None = None) -> list[str]:
         wl = self.spec.cfg.workload
         return ["produce", "--namesrv", self.spec.namesrv_addr, "--topic", topic, "--group", f"p_{prefix}",
                 "--interval-ms", str(interval_ms), "--size", str(size), "--key-prefix", prefix,
-                "--timeout-ms", str(wl.send_timeout), "--route-refresh-ms", str(wl.route_refresh)]
+                "--timeout-ms", str(timeout_ms or wl.send_timeout), "--route-refresh-ms", str(wl.route_refresh)]
 
     def produce(self, topic: str, count: int, prefix: str, interval_ms: int = 20, size: int = 256,
                 timeout: float = 180) -> list[dict[str, Any]]:
         """``count`` sends, one at a time; their results (the Java tool's ``send-result`` lines)."""
         lines = self.tool(*self._produce_args(topic, prefix, interval_ms, size), "--count", str(count),
                           timeout=timeout)
+        self._keep(f"produce-{prefix}", lines)
         res = [d for d in lines if d.get("k") == "send-result"]
         ok = sum(1 for d in res if d.get("status") == "SEND_OK")
         self.note(f"produced {len(res)} to {topic} ({ok} SEND_OK)", prefix=prefix)
         return res
 
-    def start_producer(self, topic: str, prefix: str, interval_ms: int = 50, size: int = 256) -> Client:
-        c = Client(self.spec, f"producer-{prefix}", self._produce_args(topic, prefix, interval_ms, size))
+    def _keep(self, name: str, lines: list[dict[str, Any]]) -> None:
+        """A synchronous client's lines, kept beside the background clients' (``clients/NAME.jsonl``)."""
+        d = self.spec.dir / "clients"
+        d.mkdir(exist_ok=True)
+        with open(d / f"{name}.jsonl", "a", encoding="utf-8") as f:
+            for x in lines:
+                f.write(json.dumps(x, sort_keys=True) + "\n")
+
+    def stop_producer(self) -> list[dict[str, Any]]:
+        """Stop the background producer; its send results."""
+        if self.producer is None:
+            return []
+        self.producer.stop()
+        path = self.producer.path
+        self.producer = None
+        return [d for d in Tail(path).read() if d.get("k") == "send-result"]
+
+    def start_producer(self, topic: str, prefix: str, interval_ms: int = 50, size: int = 256,
+                       timeout_ms: int | None = None) -> Client:
+        """A producer in the background (``timeout_ms``: the client's send timeout, default the workload's)."""
+        c = Client(self.spec, f"producer-{prefix}", self._produce_args(topic, prefix, interval_ms, size, timeout_ms))
         self.clients.append(c)
         self.producer = c
         return c
@@ -242,6 +277,7 @@ class Lab:
         deadline = int(seconds * 1000)
         lines = self.tool("consume", "--namesrv", self.spec.namesrv_addr, "--topic", topic, "--group", group,
                           "--interval-ms", "200", "--deadline-ms", str(deadline), timeout=seconds + 60)
+        self._keep(f"consume-{group}", lines)
         return [d for d in lines if d.get("k") == "seen"]
 
     def admin(self, op: str, *args: str) -> dict[str, Any]:

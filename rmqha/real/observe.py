@@ -112,9 +112,10 @@ class BrokerView:
 
 @dataclass
 class Snapshot:
-    t: int
+    t: int  # when the round's last answer came (ms since the epoch)
     controllers: dict[str, ControllerView]
     brokers: dict[str, BrokerView]
+    t0: int = 0  # when its first answer came
 
     @property
     def leader(self) -> ControllerView | None:
@@ -184,6 +185,7 @@ def snapshot_from(spec: RealSpec, lines: list[dict[str, Any]]) -> Snapshot:
     ctl: dict[str, ControllerView] = {}
     brk: dict[str, BrokerView] = {}
     t = 0
+    t0 = min((int(d.get("t", 0)) for d in lines if d.get("k") in ("ctl", "brk")), default=0)
     for d in lines:
         if d.get("k") == "ctl":
             v = controller_view(spec, d)
@@ -194,7 +196,7 @@ def snapshot_from(spec: RealSpec, lines: list[dict[str, Any]]) -> Snapshot:
         else:
             continue
         t = max(t, int(d.get("t", 0)))
-    return Snapshot(t, ctl, brk)
+    return Snapshot(t, ctl, brk, t0)
 
 
 def snapshot(spec: RealSpec, timeout: float = 60.0) -> Snapshot:
