@@ -144,6 +144,7 @@ class Files:
     controller: dict[str, list[CtlEntry]]  # per controller node, its committed entries
     errors: list[str]
     stale: dict[str, dict[str, int]] = field(default_factory=dict)  # broker -> bytes past its logical end
+    confirm: dict[str, int] = field(default_factory=dict)  # broker -> its checkpoint's confirmPhyOffset (persisted)
 
 
 def bound(view: F.CommitLogView, end: int) -> F.CommitLogView:
@@ -174,6 +175,11 @@ def read_files(spec: RealSpec, ends: dict[str, int | None]) -> Files:
             elif raw.end_offset > end:
                 past = [m for m in raw.messages if m.physical_offset >= end]
                 out.stale[b] = {"logicalEnd": end, "filesEnd": raw.end_offset, "messagesPast": len(past)}
+        if (store / "checkpoint").is_file():
+            try:
+                out.confirm[b] = F.read_store_checkpoint(store / "checkpoint").confirm_phy_offset
+            except F.RealFileError as exc:
+                out.errors.append(f"{b} checkpoint: {exc}")
         try:
             out.epochs[b] = F.load_epoch_file(store)
         except F.RealFileError as exc:

@@ -48,7 +48,10 @@ def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[dict[str, Any]]:
                 continue
             role = "MASTER" if lead is not None and lead.master == b else "SLAVE"
             view = {"role": role, "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
-                    "epochs": [[e, st] for e, st, _ in bv.epochs]}
+                    "epochs": [[e, st] for e, st, _ in bv.epochs],
+                    "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")]
+                                       for c in bv.ha_connections),
+                    "haMaster": (bv.ha_client or {}).get("masterAddr") if role == "SLAVE" else None}
             if view != last_brk.get(b):
                 out.append({"k": "brk.state", "n": b, "t": t, **view})
                 last_brk[b] = view
@@ -140,7 +143,7 @@ def write_outputs(spec: RealSpec, result: dict[str, Any]) -> str:
     result["controllerEvents"] = len(applied)
     result["files"] = {"commitLogEnds": {b: lg.end_offset for b, lg in files.logs.items()},
                        "epochs": {b: (ef.pairs() if ef else []) for b, ef in files.epochs.items()},
-                       "stale": files.stale}
+                       "stale": files.stale, "checkpointConfirmOffsets": files.confirm}
     for v in result["violations"]:  # the full lists are in the history; the result keeps a sample
         if len(v.get("lost", ())) > 50:
             v["lost"] = v["lost"][:50]
