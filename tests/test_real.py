@@ -10,6 +10,7 @@ The real runs need root (network namespaces), Java and Maven; without them they 
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -26,6 +27,7 @@ from rmqha.real import check as K
 from rmqha.real import control as C
 from rmqha.real import files as F
 from rmqha.real import maven, netns
+from rmqha.real import supervisor as SV
 from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import create, real_config, run_id
 
@@ -238,3 +240,27 @@ def test_a_real_test_killed_mid_run_leaves_nothing(real_ready: None, tmp_path: P
 
 def _procs(folder: Path) -> str:
     return subprocess.run(["pgrep", "-af", str(folder)], capture_output=True, text=True).stdout.strip()
+
+
+def test_a_jvm_that_does_not_start_is_one_line_with_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The supervisor's readiness wait: a node that exits before it listens is one line naming its output file
+    (no hang, no traceback); checked without a JVM, with a node whose command exits at once."""
+    spec = create(tmp_path / "r", real_config("safe", {}), version="5.3.3", profile="safe", lifetime_s=60)
+    monkeypatch.setattr(SV.netns, "exec_prefix", lambda run, node: [])
+    monkeypatch.setattr(type(spec), "java_argv", lambda self, node, cp: ["sh", "-c", "echo no JVM here; exit 3"])
+    monkeypatch.setattr(netns.Host, "addr", property(lambda self: "127.0.0.1"))  # nothing listens on port 1 there
+    monkeypatch.setattr(type(spec), "main_port", lambda self, node: 1)
+    sv = SV.Supervisor(spec, "", None)
+
+    async def go() -> str:
+        try:
+            await sv.start(["b1"])
+        except ValueError as exc:
+            return str(exc)
+        return "started"
+
+    msg = asyncio.run(go())
+    sv.events.close()
+    assert msg.startswith("b1 exited with status 3 before it listened on") and str(spec.out_path("b1")) in msg
+    assert "no JVM here" in spec.out_path("b1").read_text()
+    assert "\n" not in msg
