@@ -462,10 +462,10 @@ def check_files(v: Verdict, spec: RealSpec, files: Files, final_max: dict[str, i
             assert ea is not None and eb is not None
             ends_a = {(e.epoch, e.start_offset): e.end_offset for e in ea.entries}
             for e in eb.entries:
-                key = (e.epoch, e.start_offset)
-                if key not in ends_a:
+                entry = (e.epoch, e.start_offset)
+                if entry not in ends_a:
                     continue
-                end_a = min(x for x in (ends_a[key], files.logs[a].end_offset) if x is not None)
+                end_a = min(x for x in (ends_a[entry], files.logs[a].end_offset) if x is not None)
                 end_b = min(x for x in (e.end_offset, files.logs[b].end_offset) if x is not None)
                 end = min(end_a, end_b)
                 if end <= e.start_offset:

@@ -16,10 +16,11 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from .observe import rounds, tool_argv
+from .observe import Snapshot, rounds, tool_argv
 from .spec import RealSpec
 from .supervisor import die_with_parent
 
@@ -91,9 +92,9 @@ class Observer:
         self.client = client
         self.tail = Tail(client.path)
         self.pending: list[dict[str, Any]] = []
-        self.snaps: list[Any] = []
+        self.snaps: list[Snapshot] = []
 
-    def poll(self) -> Any:
+    def poll(self) -> Snapshot | None:
         """Read what arrived; the latest complete snapshot (a round is complete once the next one starts)."""
         self.pending.extend(self.tail.read())
         rs = [d.get("round") for d in self.pending if d.get("k") in ("ctl", "brk")]
@@ -104,7 +105,7 @@ class Observer:
             self.snaps.extend(rounds(self.spec, done))
         return self.snaps[-1] if self.snaps else None
 
-    def wait(self, pred: Any, timeout: float, step: float = 0.25) -> Any:
+    def wait(self, pred: Callable[[Snapshot], bool], timeout: float, step: float = 0.25) -> Snapshot | None:
         """Poll until ``pred(snapshot)`` holds; that snapshot, or None after ``timeout``."""
         end = time.monotonic() + timeout
         seen = len(self.snaps)

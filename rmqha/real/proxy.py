@@ -311,7 +311,7 @@ def _unacked(transport: asyncio.BaseTransport) -> int:
         (queued,) = struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))
     except OSError:
         queued = 0
-    return pending + queued
+    return int(pending) + int(queued)
 
 
 class _Side(asyncio.Protocol):
@@ -622,9 +622,9 @@ class Conn:
         if self.cli.lost:
             return self._fail("failed", "the client left before the target was dialled")
         host, port = self.route.target
-        self.srv = _Side(self, "srv")
+        srv = self.srv = _Side(self, "srv")
         try:
-            await asyncio.wait_for(loop.create_connection(lambda: self.srv, host, port), CONNECT_TIMEOUT_S)
+            await asyncio.wait_for(loop.create_connection(lambda: srv, host, port), CONNECT_TIMEOUT_S)
         except (TimeoutError, OSError) as exc:
             why = "timeout" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
             return self._fail("failed", f"connect {host}:{port}: {why}")
@@ -1107,7 +1107,7 @@ class Proxy:
                 raise ProxyError(f"route {r.name}: cannot listen on {r.listen[0]}:{r.listen[1]}: "
                                  f"{exc.strerror or exc}") from None
             self._servers.append(srv)
-            self.bound[r.name] = tuple(srv.sockets[0].getsockname()[:2])  # type: ignore[assignment]
+            self.bound[r.name] = tuple(srv.sockets[0].getsockname()[:2])
         path = self.config.control
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

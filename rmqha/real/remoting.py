@@ -367,7 +367,7 @@ def _check_prefix(buf: bytes | bytearray | memoryview, pos: int, avail: int) -> 
             raise FrameError(f"unknown serialize type {kind} (0 JSON, 1 ROCKETMQ)")
         if hlen > length - 4:
             raise FrameError(f"header length {hlen} exceeds the frame's {length - 4} bytes after the length words")
-    return total
+    return int(total)
 
 
 def decode_frame(raw: bytes) -> Frame:

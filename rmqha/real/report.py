@@ -38,7 +38,7 @@ def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[dict[str, Any]]:
         t = s.t - spec.created_ms
         lead = s.leader
         if lead is not None:
-            view = {"leader": lead.node, "master": lead.master, "masterEpoch": lead.master_epoch,
+            view: dict[str, Any] = {"leader": lead.node, "master": lead.master, "masterEpoch": lead.master_epoch,
                     "syncStateSetEpoch": lead.sss_epoch, "sss": [lead.ids.get(i, str(i)) for i in lead.sss]}
             if view != last_ctl:
                 out.append({"k": "ctl.state", "n": lead.node, "t": t, **view})
@@ -47,14 +47,14 @@ def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[dict[str, Any]]:
             if not bv.ok:
                 continue
             role = "MASTER" if lead is not None and lead.master == b else "SLAVE"
-            view = {"role": role, "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
-                    "epochs": [[e, st] for e, st, _ in bv.epochs],
-                    "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")]
-                                       for c in bv.ha_connections),
-                    "haMaster": (bv.ha_client or {}).get("masterAddr") if role == "SLAVE" else None}
-            if view != last_brk.get(b):
-                out.append({"k": "brk.state", "n": b, "t": t, **view})
-                last_brk[b] = view
+            bview: dict[str, Any] = {
+                "role": role, "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
+                "epochs": [[e, st] for e, st, _ in bv.epochs],
+                "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")] for c in bv.ha_connections),
+                "haMaster": (bv.ha_client or {}).get("masterAddr") if role == "SLAVE" else None}
+            if bview != last_brk.get(b):
+                out.append({"k": "brk.state", "n": b, "t": t, **bview})
+                last_brk[b] = bview
     return out
 
 
