@@ -50,7 +50,8 @@ def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[dict[str, Any]]:
             bview: dict[str, Any] = {
                 "role": role, "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
                 "epochs": [[e, st] for e, st, _ in bv.epochs],
-                "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")] for c in bv.ha_connections),
+                "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")]
+                                   for c in bv.ha_connections),
                 "haMaster": (bv.ha_client or {}).get("masterAddr") if role == "SLAVE" else None}
             if bview != last_brk.get(b):
                 out.append({"k": "brk.state", "n": b, "t": t, **bview})
