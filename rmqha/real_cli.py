@@ -32,6 +32,8 @@ from rmqha.real import control as C
 from rmqha.real import maven, netns
 from rmqha.real import observe as O
 from rmqha.real.nemesis import RECIPES
+from rmqha.real.repro import REPRODUCED, run_repro
+from rmqha.real.repros import REPROS
 from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
 
@@ -94,6 +96,16 @@ def add_parser(sub: Any) -> None:
     fl.add_argument("--id", help="a name for the fault")
     fl.add_argument("netem", nargs="*", help="netem: tc netem arguments, after -- (e.g. -- loss 30%%)")
     with_dir(rs.add_parser("down", help="end every process of the run and delete its namespaces (files stay)"))
+
+    rp = rs.add_parser("repro", help="reproduce a finding on a real build (docs/findings/README.md): reproduced, "
+                                     "not reproduced or inconclusive, with the evidence")
+    rp.add_argument("ids", nargs="*", help="finding ids (default with --list: all)")
+    rp.add_argument("--list", action="store_true", help="list the reproductions and what each does")
+    rp.add_argument("--version", action="append", default=[], help=f"RocketMQ version(s) (default {maven.PINNED}; "
+                                                                    "repeatable)")
+    rp.add_argument("--repeat", type=int, default=1, help="runs per version (a rate for timing-dependent ones)")
+    rp.add_argument("--dir", default="runs/real-repro", help="where each run's folder goes (default runs/real-repro)")
+    rp.add_argument("--json", action="store_true", help="print one JSON object per run")
 
     t = rs.add_parser("test", help="a workload under a fault schedule on a real cluster, then the catalogue's "
                                    "verdict on what was observed")
@@ -213,6 +225,8 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
         return 0
     if cmd == "test":
         return _test(args, out)
+    if cmd == "repro":
+        return _repro(args, out)
     spec = _spec(args)
     if cmd == "down":
         ended = C.down(spec.dir)
@@ -380,3 +394,49 @@ def _test(args: argparse.Namespace, out: Console) -> int:
             out.print(f"  note: {n}")
         out.print(f"report: {r['report']}")
     return 0 if r["valid"] else 1
+
+
+def _repro(args: argparse.Namespace, out: Console) -> int:
+    if args.list:
+        for r in sorted(REPROS.values(), key=lambda r: r.id):
+            exp = "; ".join(f"{v}: {e}" for v, e in sorted(r.expect.items())) or "no expectation recorded"
+            out.print(f"{r.id} ({r.invariant}, ~{r.minutes:g} min, profile {r.profile}): {r.title}")
+            out.print(f"  how: {r.how}")
+            out.print(f"  expected: {exp}")
+        return 0
+    if not args.ids:
+        raise UserError(f"name a finding (known: {', '.join(sorted(REPROS)) or 'none'}), or --list")
+    unknown = [i for i in args.ids if i not in REPROS]
+    if unknown:
+        raise UserError(f"no reproduction of {unknown[0]!r} (known: {', '.join(sorted(REPROS))})")
+    if args.repeat < 1:
+        raise UserError(f"--repeat must be at least 1, got {args.repeat}")
+    versions = [maven.check_version(v) for v in args.version] or [maven.PINNED]
+    C.preflight()
+    ok = True
+    for fid in args.ids:
+        r = REPROS[fid]
+        for v in versions:
+            rates: list[str] = []
+            for n in range(1, args.repeat + 1):
+                folder = Path(args.dir) / fid / f"v{v}-{n}"
+                say = (lambda m: None) if args.json else (lambda m: out.print(f"  {m}"))
+                if not args.json:
+                    out.print(f"{fid} on RocketMQ {v}, run {n}: {r.how}")
+                o = run_repro(r, v, folder, n, say)
+                rates.append(o.verdict)
+                ok = ok and o.verdict == REPRODUCED
+                if args.json:
+                    print(json.dumps({k: getattr(o, k) for k in ("finding", "version", "run", "verdict", "invariant",
+                                                                    "why", "evidence", "seconds", "folder")}))
+                    continue
+                style = {"reproduced": "red", "not reproduced": "green"}.get(o.verdict, "yellow")
+                out.print(f"[{style}]{o.verdict}[/]: {fid} ({o.invariant}) on RocketMQ {v} in {o.seconds:.0f} s: "
+                          f"{o.why}")
+                for e in o.evidence:
+                    out.print(f"    {e}")
+                out.print(f"  files: {o.folder}")
+            if args.repeat > 1 and not args.json:
+                out.print(f"{fid} on {v}: reproduced in {rates.count(REPRODUCED)} of {len(rates)} runs "
+                          f"({rates.count('inconclusive')} inconclusive)")
+    return 0 if ok else 1
