@@ -5,6 +5,10 @@ and runs them. A new module is added to the import list below.
 """
 
 from ..repro import REPROS
-from . import truncated_tail  # noqa: F401  (registers)
+from . import (
+    epoch_restart,  # noqa: F401
+    proposal_restart,  # noqa: F401
+    truncated_tail,  # noqa: F401  (registers)
+)
 
 __all__ = ["REPROS"]
