@@ -20,6 +20,7 @@ same outputs as ``rmqha real test``.
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import time
@@ -34,6 +35,18 @@ from .clients import Client, Observer, Tail
 from .nemesis import Nemesis
 from .observe import Snapshot, observe_args, run_tool
 from .spec import RealSpec
+
+LOG_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+LOG_TZ = datetime.timezone(datetime.timedelta(hours=8))  # RocketMQ's logback patterns: %d{yyy-MM-dd HH:mm:ss,GMT+8}
+
+
+def log_ms(line: str) -> int | None:
+    """A RocketMQ log line's time in ms since the epoch (to the second: the pattern has no milliseconds)."""
+    m = LOG_TIME.match(line)
+    if m is None:
+        return None
+    t = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=LOG_TZ)
+    return int(t.timestamp() * 1000)
 
 
 class LabError(RuntimeError):
@@ -289,6 +302,18 @@ class Lab:
         self.note(f"admin {op} {' '.join(args)}: {'ok' if ans.get('ok') else ans.get('error')}")
         return ans
 
+    # ------------------------------------------------------------------------------------------ the proxy's record
+    def frames(self, since_ms: float = 0.0) -> list[dict[str, Any]]:
+        """The controller protocol's requests and responses the proxy recorded (``control.WATCH``), from
+        ``since_ms`` (ms since the epoch): elections, role notifications, SyncStateSet changes, registrations."""
+        return [d for d in Tail(self.spec.dir / "events" / "proxy.jsonl").read()
+                if d.get("k") == "frame" and float(d.get("t", 0)) >= since_ms]
+
+    def proxy_acts(self, fid: str) -> int:
+        """How many frames or streams the proxy fault ``fid`` has acted on so far."""
+        return sum(1 for d in Tail(self.spec.dir / "events" / "proxy.jsonl").read()
+                   if d.get("k") == "act" and d.get("id") == fid)
+
     # ------------------------------------------------------------------------------------------ files and logs
     def files(self) -> Files:
         s = self.snap()
@@ -296,8 +321,11 @@ class Lab:
                 for b in self.spec.brokers}
         return read_files(self.spec, ends)
 
-    def broker_log(self, node: str, pattern: str, files: tuple[str, ...] = ("broker.log", "store.log")) -> list[str]:
-        """Lines of RocketMQ's own logs of ``node`` matching ``pattern`` (a regular expression)."""
+    def broker_log(self, node: str, pattern: str,
+                   files: tuple[str, ...] = ("broker.log", "store.log", "broker_default.log", "remoting.log")
+                   ) -> list[str]:
+        """Lines of RocketMQ's own logs of ``node`` matching ``pattern`` (a regular expression). A controller writes
+        its event queue's lines and DLedger's to ``broker_default.log``; ``log_ms`` reads a line's time."""
         rx = re.compile(pattern)
         d = self.spec.rocketmq_log_dir(node)
         out: list[str] = []
