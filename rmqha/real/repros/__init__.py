@@ -7,6 +7,7 @@ and runs them. A new module is added to the import list below.
 from ..repro import REPROS
 from . import (
     epoch_restart,  # noqa: F401
+    ha_epoch,  # noqa: F401
     proposal_restart,  # noqa: F401
     truncated_tail,  # noqa: F401  (registers)
 )
