@@ -162,6 +162,24 @@ def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int
     return spec
 
 
+def processes_of(folder: Path) -> list[int]:
+    """Every process (but this one) whose command line names the run's folder: its JVMs, supervisor, proxy,
+    clients."""
+    me = os.getpid()
+    key = str(folder.resolve()).encode()
+    out = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == me:
+            continue
+        try:
+            cmd = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if key in cmd:
+            out.append(int(d.name))
+    return out
+
+
 def down(folder: Path, *, quiet: bool = False, timeout: float = 20.0) -> list[str]:
     """End the cluster in ``folder``; returns what was ended. Safe to call on a cluster that is down."""
     folder = folder.resolve()
@@ -185,6 +203,14 @@ def down(folder: Path, *, quiet: bool = False, timeout: float = 20.0) -> list[st
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
     netns.teardown(spec.run)
+    # and the run's own processes outside the namespaces (the supervisor, still exiting; a client) end too
+    end = time.monotonic() + timeout
+    while (left := processes_of(folder)) and time.monotonic() < end:
+        if time.monotonic() > end - timeout / 2:
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+        time.sleep(0.1)
     for path in (folder / RUN_FILE, spec.control_sock, spec.proxy_sock):
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
