@@ -163,10 +163,12 @@ def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int
 
 
 def processes_of(folder: Path) -> list[int]:
-    """Every process (but this one) whose command line names the run's folder: its JVMs, supervisor, proxy,
-    clients."""
+    """The run's processes by their command lines: its supervisor (``rmqha.real.supervisor --dir FOLDER``), its
+    proxy (``FOLDER/proxy.json``), its JVMs (``FOLDER/nodes/...``) and clients (``FOLDER/clients``); not a wrapper
+    that merely names the folder (``timeout ... --dir FOLDER``), nor this process."""
     me = os.getpid()
     key = str(folder.resolve()).encode()
+    marks = (key + b"/nodes/", key + b"/clients", key + b"/proxy.json")
     out = []
     for d in Path("/proc").iterdir():
         if not d.name.isdigit() or int(d.name) == me:
@@ -175,7 +177,7 @@ def processes_of(folder: Path) -> list[int]:
             cmd = (d / "cmdline").read_bytes()
         except OSError:
             continue
-        if key in cmd:
+        if any(m in cmd for m in marks) or (b"rmqha.real.supervisor" in cmd and key in cmd):
             out.append(int(d.name))
     return out
 
