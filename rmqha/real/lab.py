@@ -118,14 +118,16 @@ class Lab:
             s = self.wait(lambda _s: True, 30, "a first admin snapshot")
         return s
 
-    def fresh(self, timeout: float = 30) -> Snapshot:
+    def fresh(self, timeout: float = 30, answered: list[str] | tuple[str, ...] = ()) -> Snapshot:
         """What the cluster looks like *now*: the second snapshot whose answers all came after this call (the
-        first may hold answers to calls made before it)."""
+        first may hold answers to calls made before it); with ``answered``, one where each of those brokers
+        answered (under load an admin call can fail, and a failed broker reads as empty)."""
         t = int(time.time() * 1000)
         seen: list[Snapshot] = []
 
         def second(s: Snapshot) -> bool:
-            if s.t0 >= t and s not in seen:
+            if s.t0 >= t and s not in seen and all(s.brokers.get(b) is not None and s.brokers[b].ok
+                                                   for b in answered):
                 seen.append(s)
             return len(seen) >= 2
 
@@ -250,9 +252,10 @@ class Lab:
                 "--timeout-ms", str(timeout_ms or wl.send_timeout), "--route-refresh-ms", str(wl.route_refresh)]
 
     def produce(self, topic: str, count: int, prefix: str, interval_ms: int = 20, size: int = 256,
-                timeout: float = 180) -> list[dict[str, Any]]:
-        """``count`` sends, one at a time; their results (the Java tool's ``send-result`` lines)."""
-        lines = self.tool(*self._produce_args(topic, prefix, interval_ms, size), "--count", str(count),
+                timeout: float = 180, timeout_ms: int | None = None) -> list[dict[str, Any]]:
+        """``count`` sends, one at a time; their results (the Java tool's ``send-result`` lines). ``timeout_ms``:
+        each send's client timeout (default the workload's)."""
+        lines = self.tool(*self._produce_args(topic, prefix, interval_ms, size, timeout_ms), "--count", str(count),
                           timeout=timeout)
         self._keep(f"produce-{prefix}", lines)
         res = [d for d in lines if d.get("k") == "send-result"]
