@@ -9,6 +9,7 @@ from . import (
     epoch_restart,  # noqa: F401
     ha_epoch,  # noqa: F401
     proposal_restart,  # noqa: F401
+    slave_sync,  # noqa: F401
     truncated_tail,  # noqa: F401  (registers)
 )
 
