@@ -6,10 +6,12 @@ and runs them. A new module is added to the import list below.
 
 from ..repro import REPROS
 from . import (
+    dledger_validation,  # noqa: F401
     epoch_restart,  # noqa: F401
     ha_epoch,  # noqa: F401
     proposal_restart,  # noqa: F401
     slave_sync,  # noqa: F401
+    sss_proposals,  # noqa: F401
     truncated_tail,  # noqa: F401  (registers)
 )
 
