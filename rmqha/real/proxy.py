@@ -293,6 +293,17 @@ def _number(req: dict[str, Any], key: str, *, required: bool = False, integer: b
 # ---------------------------------------------------------------------------------------------------- connections
 
 
+def _json_body(frame: remoting.Frame) -> dict[str, Any]:
+    """A watched frame's body when it is small JSON (ALTER_SYNC_STATE_SET carries the proposed set and its
+    epoch there), for the record; nothing otherwise."""
+    if not frame.body or len(frame.body) > 4096 or frame.body[:1] not in (b"{", b"["):
+        return {}
+    try:
+        return {"body": json.loads(frame.body.decode("utf-8"))}
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return {}
+
+
 def _set_rst(transport: asyncio.BaseTransport) -> None:
     sock = transport.get_extra_info("socket")
     if sock is not None:
@@ -851,7 +862,7 @@ class Proxy:
                 return
             self.events.write("frame", route=d.conn.route.name, conn=d.conn.id, **{"from": d.a, "to": d.b},
                               response=True, code=frame.code, req_code=req, req_name=remoting.code_name(req),
-                              opaque=frame.opaque, ext=frame.ext_fields, remark=frame.remark)
+                              opaque=frame.opaque, ext=frame.ext_fields, remark=frame.remark, **_json_body(frame))
             return
         if frame.code not in self.config.watch:
             return
@@ -861,7 +872,7 @@ class Proxy:
             d.other.watched[frame.opaque] = frame.code
         self.events.write("frame", route=d.conn.route.name, conn=d.conn.id, **{"from": d.a, "to": d.b},
                           response=False, code=frame.code, name=frame.name, opaque=frame.opaque,
-                          oneway=frame.is_oneway, ext=frame.ext_fields)
+                          oneway=frame.is_oneway, ext=frame.ext_fields, **_json_body(frame))
 
     def frame_action(self, d: _Dir, frame: remoting.Frame) -> tuple[str, float]:
         """("drop" | "pass", extra delay ms) for one frame read on ``d`` (from node ``d.a`` to node ``d.b``)."""
