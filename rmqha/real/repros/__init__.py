@@ -6,6 +6,7 @@ and runs them. A new module is added to the import list below.
 
 from ..repro import REPROS
 from . import (
+    confirm_offset,  # noqa: F401
     dledger_validation,  # noqa: F401
     epoch_restart,  # noqa: F401
     ha_epoch,  # noqa: F401
