@@ -53,6 +53,10 @@ class ControllerConfig:
                                  quiet=True)
     jraft_scan_wait_timeout_ms: int = _java("jRaftScanWaitTimeoutMs", 1000, "jRaft: no inactive-broker scan until "
                                             "this long after the first heartbeat a node received", quiet=True)
+    server_channel_max_idle_time_seconds: int = _java(
+        "serverChannelMaxIdleTimeSeconds", 120, "NettyServerConfig of the controller: a connection "
+        "idle this long is closed and its broker's heartbeat entry removed (onChannelIdle); the simulator fires it "
+        "for a crashed broker's connection whose close a partition lost (0: not modelled)", quiet=True)
 
 
 @dataclass

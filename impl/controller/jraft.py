@@ -16,7 +16,11 @@ results. Rules (digest §a.4 "JRaft", §b.4, §d.2; ``JRaftController``, ``JRaft
   result whenever it applies the entry. Switch ``jraft-apply-local-time`` reads the applying node's clock instead.
 * **Heartbeats** (``onBrokerHeartBeat``): the live info is stamped with the receiving leader's clock; a new entry
   keeps everything it carries (``DefaultBrokerHeartbeatManager`` drops confirmOffset, this does not); an existing
-  one refreshes timestamp, timeout and priority, and (epoch, maxOffset, confirmOffset) move only forward.
+  one refreshes timestamp, timeout and priority, and (epoch, maxOffset, confirmOffset) move only forward. The key
+  keeps a null brokerId as null (the live info says -1). The receiving node maps *every* channel a heartbeat came
+  on to the identity (``brokerChannelIdentityInfoMap.put``), so after a broker reconnects on a new connection,
+  closing either the old or the new one logs a ``BROKER_CLOSE_CHANNEL_REQUEST`` that removes the live entry
+  (unlike ``DefaultBrokerHeartbeatManager``, whose entry keeps its first channel only).
 * **The scan** (``RaftBrokerHeartBeatManager.scanNotActiveBroker``, every ``scanNotActiveBrokerInterval`` on the
   leader, first after 2 s, skipped until ``jRaftScanWaitTimeoutMs`` after the first heartbeat the node received)
   is an entry stamped with ``checkTimeMillis``: at apply, expired entries leave the table, and the sets that
@@ -48,16 +52,17 @@ class RaftLiveTable:
     def __init__(self) -> None:
         self.table: dict[Identity, BrokerLiveInfo] = {}
 
-    def is_active(self, cluster: str, name: str, broker_id: int, at: int) -> bool:
+    def is_active(self, cluster: str, name: str, broker_id: int | None, at: int) -> bool:
         info = self.table.get((cluster, name, broker_id))
         return info is not None and info.last_update_timestamp + info.heartbeat_timeout_millis >= at
 
-    def live_info(self, cluster: str, name: str, broker_id: int) -> BrokerLiveInfo | None:
+    def live_info(self, cluster: str, name: str, broker_id: int | None) -> BrokerLiveInfo | None:
         return self.table.get((cluster, name, broker_id))
 
     def on_heartbeat(self, a: dict[str, Any], stamp: int) -> None:
-        key = (a["clusterName"], a["brokerName"], -1 if a.get("brokerId") is None else a["brokerId"])
-        new = BrokerLiveInfo(a["brokerName"], a.get("brokerAddr", ""), key[2], stamp,
+        # the key keeps the id as the request names it, null included; the live info holds realBrokerId (-1 for null)
+        key = (a["clusterName"], a["brokerName"], a.get("brokerId"))
+        new = BrokerLiveInfo(a["brokerName"], a.get("brokerAddr", ""), -1 if key[2] is None else key[2], stamp,
                              a.get("heartbeatTimeoutMills") or DEFAULT_BROKER_CHANNEL_EXPIRED_TIME,
                              -1 if a.get("epoch") is None else a["epoch"],
                              -1 if a.get("maxOffset") is None else a["maxOffset"],

@@ -11,7 +11,9 @@ Rules (digest §a.4, §b.0, §b.4, §b.9, §d):
   the request is still queued and will run. A SUCCESS elect is followed by ``notifyBrokerRoleChanged``.
 * A non-leader answers CONTROLLER_NOT_LEADER. A node becomes leader after an empty entry commits; only the
   leader runs the inactive-master scan and acts on ``onBrokerInactive``.
-* Heartbeats (oneway) go to the heartbeat manager at once; a closed channel reports the broker inactive.
+* Heartbeats (oneway) go to the heartbeat manager at once; a closed channel reports the broker inactive. A channel
+  is one connection (the driver names it: the simulator, the sender and its incarnation); the DLedger flavour's
+  entry keeps the channel it was created on, the JRaft flavour maps every channel a heartbeat came on.
   ``onBrokerInactive``: unknown id -> trigger an election; else ask replica info and trigger only when the
   inactive broker is the master. ``triggerElectMaster`` makes up to ``electMasterMaxRetryCount`` controller
   -triggered attempts (each may append a not-elected event: QUIRK, mE can rise by 3).
@@ -95,6 +97,7 @@ class ControllerNode(Actor):
         self.live = RaftLiveTable()  # jRaft: the replicated live table (the DLedger flavour uses ``heartbeats``)
         self.first_heartbeat = -1  # jRaft: RaftBrokerHeartBeatManager.firstReceivedHeartbeatTime
         self.channels: dict[str, Identity] = {}  # jRaft: brokerChannelIdentityInfoMap (channel -> identity)
+        self._channel: str | None = None  # the connection the message being handled came on (``on_message``)
 
     # ------------------------------------------------------------------------------- lifecycle
 
@@ -475,26 +478,36 @@ class ControllerNode(Actor):
 
     # --------------------------------------------------------------------------------- heartbeats
 
+    def on_message(self, src: str, cmd: Command, channel: str | None = None) -> None:
+        self._channel = channel  # a heartbeat's channel is its connection (``ctx.channel()``), not its sender
+        try:
+            super().on_message(src, cmd, channel)
+        finally:
+            self._channel = None
+
     def _handle_heartbeat(self, src: str, cmd: Command) -> None:
         h = cmd.header
         if h.get("brokerId") is None:  # CONTROLLER_INVALID_REQUEST; a oneway caller never sees it
             return
+        channel = self._channel or src  # the connection it came on (a driver that names none: one per sender)
         if self.jraft:  # RaftBrokerHeartBeatManager.onBrokerHeartbeat: through Raft, stamped with this node's clock
             if self.first_heartbeat < 0:
                 self.first_heartbeat = self.now
             self._jraft_propose("heartbeat", {k: h.get(k) for k in (
                 "clusterName", "brokerName", "brokerAddr", "brokerId", "heartbeatTimeoutMills", "epoch",
                 "maxOffset", "confirmOffset", "electionPriority")})
-            self.channels[src] = (h.get("clusterName", ""), h["brokerName"], h["brokerId"])
+            self.channels[channel] = (h.get("clusterName", ""), h["brokerName"], h["brokerId"])
             return
         self.heartbeats.on_broker_heartbeat(
             self.now, h.get("clusterName", ""), h["brokerName"], h.get("brokerAddr", ""), h.get("brokerId"),
-            h.get("heartbeatTimeoutMills"), src, h.get("epoch"), h.get("maxOffset"), h.get("confirmOffset"),
+            h.get("heartbeatTimeoutMills"), channel, h.get("epoch"), h.get("maxOffset"), h.get("confirmOffset"),
             h.get("electionPriority"))
 
-    def on_channel_closed(self, peer: str) -> None:
+    def on_channel_closed(self, peer: str, channel: str | None = None) -> None:
+        """``BrokerHousekeepingService.onChannelClose`` / ``onChannelIdle`` -> ``onBrokerChannelClose(channel)``."""
+        chan = peer if channel is None else channel
         if self.jraft:
-            ident = self.channels.get(peer)
+            ident = self.channels.get(chan)
             if ident is None:
                 return
             fut = self._jraft_propose("closeChannel", {"clusterName": ident[0], "brokerName": ident[1],
@@ -502,12 +515,12 @@ class ControllerNode(Actor):
 
             def closed(result: ControllerResult | None) -> None:  # onBrokerChannelClose: SUCCESS, then inactive
                 if result is not None and result.code == ResponseCode.SUCCESS:
-                    self.channels.pop(peer, None)
+                    self.channels.pop(chan, None)
                     self.on_broker_inactive(*ident)
 
             fut.add_done_callback(closed)
             return
-        ident = self.heartbeats.on_broker_channel_close(peer)
+        ident = self.heartbeats.on_broker_channel_close(chan)
         if ident is not None:
             self.on_broker_inactive(*ident)
 
