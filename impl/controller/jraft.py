@@ -30,18 +30,26 @@ results. Rules (digest §a.4 "JRaft", §b.4, §d.2; ``JRaftController``, ``JRaft
 Simplifications (docs/fidelity.md, part 1): ``invokeTime`` is the request's arrival at the controller (RocketMQ
 stamps it where the header is built, the broker's clock for broker requests, earlier by the one-way delay); the
 leader's liveness reads for ``notifyBrokerRoleChanged`` read its applied table instead of a
-``GET_BROKER_LIVE_INFO_REQUEST`` round; snapshots are not taken (a restarted node re-applies its log).
+``GET_BROKER_LIVE_INFO_REQUEST`` round.
+
+Snapshots (``[controller] jRaftSnapshotIntervalSecs``, off by default): ``serialize_state`` is
+``RaftReplicasInfoManager.serialize`` (the ``ReplicasInfoManager`` tables, then the live table), what
+``JRaftControllerStateMachine.onSnapshotSave`` writes and ``onSnapshotLoad`` reads back (``load_state``); when a node
+saves one and drops its log, and when a follower installs the leader's, is ``raft.py``'s (sofa-jraft's
+``SnapshotExecutorImpl``, ``LogManagerImpl.setSnapshot``, ``Replicator.installSnapshot``).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import struct
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..codes import INT_MAX
 from .elect_policy import BrokerLiveInfo, ElectionFailed, ElectPolicy
 from .heartbeat import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, Identity
-from .replicas_info import ControllerResult, ReplicasInfoManager, RequestEntry
+from .replicas_info import ControllerResult, ReplicasInfoManager, RequestEntry, get_int, get_sized, put_sized
 
 LIVENESS_OPS = frozenset({"heartbeat", "closeChannel"})  # entries that only feed the live table
 
@@ -78,6 +86,27 @@ class RaftLiveTable:
             info = replace(info, epoch=new.epoch, max_offset=new.max_offset, confirm_offset=new.confirm_offset)
         self.table[key] = info
 
+    def serialize(self) -> bytes:
+        """The live table's part of ``RaftReplicasInfoManager.serialize``: a 4-byte count, then per entry the
+        identity and the live info, each behind a 4-byte length (canonical JSON where RocketMQ has Hessian; entries
+        in identity order)."""
+        out = bytearray(struct.pack(">i", len(self.table)))
+        for key in sorted(self.table, key=lambda k: (k[0], k[1], -2 if k[2] is None else k[2])):
+            put_sized(out, json.dumps(list(key), separators=(",", ":")).encode())
+            put_sized(out, json.dumps(asdict(self.table[key]), sort_keys=True, separators=(",", ":")).encode())
+        return bytes(out)
+
+    def deserialize_from(self, data: bytes, pos: int = 0) -> int:
+        """Clear the table and load it from ``serialize``'s bytes at ``pos``; the position after them."""
+        self.table.clear()
+        count, pos = get_int(data, pos)
+        for _ in range(count):
+            key_b, pos = get_sized(data, pos)
+            info_b, pos = get_sized(data, pos)
+            cluster, name, broker_id = json.loads(key_b)
+            self.table[(cluster, name, broker_id)] = BrokerLiveInfo(**json.loads(info_b))
+        return pos
+
     def check_not_active(self, check_time: int, rim: ReplicasInfoManager) -> list[list[Any]]:
         """``checkNotActiveBroker``: remove the expired entries; report them and the QUIRK's sets."""
         expired = [k for k, info in self.table.items()
@@ -87,6 +116,25 @@ class RaftLiveTable:
         reported = {k[1] for k in expired}
         sets = rim.scan_need_reelect_broker_sets(lambda c, n, i: not self.is_active(c, n, i, check_time))
         return [list(k) for k in expired] + [[None, name, None] for name in sets if name not in reported]
+
+
+def serialize_state(rim: ReplicasInfoManager, live: RaftLiveTable) -> bytes:
+    """``RaftReplicasInfoManager.serialize``: the tables' bytes behind a 4-byte length, then the live table."""
+    out = bytearray()
+    put_sized(out, rim.serialize())
+    return bytes(out + live.serialize())
+
+
+def load_state(rim: ReplicasInfoManager, live: RaftLiveTable, data: bytes) -> None:
+    """``RaftReplicasInfoManager.deserializeFrom``: the whole applied state from ``serialize_state``'s bytes."""
+    try:
+        tables, pos = get_sized(data, 0)
+        rim.deserialize_from(tables)
+        pos = live.deserialize_from(data, pos)
+    except (struct.error, KeyError, TypeError) as exc:
+        raise ValueError(f"deserialize the JRaft controller state: {exc}") from exc
+    if pos != len(data):
+        raise ValueError(f"deserialize: {len(data) - pos} bytes left over")
 
 
 def request(op: str, stamp: int, **args: Any) -> RequestEntry:

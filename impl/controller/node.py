@@ -38,12 +38,13 @@ from ..rng import DetRng
 from ..runtime import Actor, Await, Command, Executor, Future, Periodic, response_to
 from .elect_policy import ElectionFailed, ElectPolicy
 from .heartbeat import BrokerHeartbeatManager, Identity
-from .jraft import LIVENESS_OPS, RaftLiveTable, execute, request
+from .jraft import LIVENESS_OPS, RaftLiveTable, execute, load_state, request, serialize_state
 from .raft import LEADER, RaftState, Replication
 from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager, RequestEntry
 
 _RAFT = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
-         RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply"}
+         RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply",
+         RequestCode.RAFT_INSTALL_SNAPSHOT: "on_install_snapshot"}
 WAIT_TIMEOUT_OUT = 5000  # ControllerRequestProcessor.WAIT_TIMEOUT_OUT (s -> ms)
 TRIGGER_WAIT = 3000  # ControllerManager.triggerElectMaster: future.get(3, SECONDS)
 
@@ -63,10 +64,16 @@ class LogEntry:
 
 @dataclass
 class ControllerDisk:
-    """What survives a controller crash: the replicated log (DLedger keeps no snapshots)."""
+    """What survives a controller crash: the replicated log (DLedger keeps no snapshots), and a JRaft node's last
+    snapshot (``[controller] jRaftSnapshotIntervalSecs``): its data, the entries it covers and the term of the last
+    one; the log's entries below ``first_index`` are gone (their slots hold placeholders that keep only the term)."""
 
     entries: list[LogEntry] = field(default_factory=list)
     raft: RaftState = field(default_factory=RaftState)  # term and vote of a replicated group's node
+    snapshot: bytes | None = None
+    snapshot_index: int = 0
+    snapshot_term: int = 0
+    first_index: int = 0
 
 
 class ControllerNode(Actor):
@@ -102,17 +109,26 @@ class ControllerNode(Actor):
     # ------------------------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
-        """Replay the log (``onSnapshotLoad`` returns false: state is rebuilt from entries), then lead."""
+        """Replay the log (DLedger's ``onSnapshotLoad`` returns false: state is rebuilt from entries; a JRaft node
+        loads its last snapshot first, ``onSnapshotLoad``, and replays the entries after it), then lead."""
         replayed = 0
-        for entry in self.disk.entries:
+        skip = 0
+        if self.disk.snapshot is not None:
+            load_state(self.rim, self.live, self.disk.snapshot)
+            self.applied = skip = self.disk.snapshot_index
+        for entry in self.disk.entries[skip:]:
             if entry.committed:
                 self._apply(entry, replay=True)
                 replayed += 1
-        self.observe("ctl.replay", entries=replayed, state=self.rim.snapshot())
+        self.observe("ctl.replay", entries=replayed, state=self.rim.snapshot(),
+                     **({"snapshot": skip} if self.disk.snapshot is not None else {}))
         Periodic(self, "scanNotActiveBroker", 2000, self.cfg.scan_not_active_broker_interval,
                  self._jraft_scan if self.jraft else self._scan_not_active_broker)
         if self.repl is not None:  # a follower until an election says otherwise; uncommitted entries wait for one
             self.repl.start()
+            interval = self.cfg.jraft_snapshot_interval_secs * 1000
+            if self.jraft and interval > 0:  # NodeImpl's snapshotTimer: the first in [T/2, T), then every T
+                self.after(self.rng.fork("jraft-snapshot").between(interval // 2, interval - 1), self._snapshot_tick)
             return
         # uncommitted entries left by the previous incarnation commit in order on the new leader
         for entry in self.disk.entries:
@@ -174,6 +190,16 @@ class ControllerNode(Actor):
             self.scan_inactive_master.cancel()
             self.scan_inactive_master = None
         self.observe("ctl.follower", node=self.name)
+
+    def _snapshot_tick(self) -> None:
+        self.after(self.cfg.jraft_snapshot_interval_secs * 1000, self._snapshot_tick)
+        if self.repl is not None:
+            self.repl.save_snapshot(serialize_state(self.rim, self.live))
+
+    def install_snapshot(self, data: bytes, index: int) -> None:
+        """``onSnapshotLoad`` of a snapshot installed from the leader: the applied state becomes the snapshot's."""
+        load_state(self.rim, self.live, data)
+        self.applied = index
 
     def apply_committed(self, entry: LogEntry) -> None:
         """A committed entry of the replicated log, applied in order on this node."""
