@@ -201,14 +201,22 @@ class Executor:
         self.strand = Strand(actor, name)
         self.queue: deque[Job] = deque()
         self.strand.on_idle = self._next
+        self.stopped = False  # a ServiceThread shut down: queued jobs wait for ``start`` (the queue is kept)
 
     def submit(self, job: Job) -> None:
         self.queue.append(job)
         if not self.strand.busy:
             self._next()
 
+    def stop(self) -> None:
+        self.stopped = True
+
+    def start(self) -> None:
+        self.stopped = False
+        self._next()
+
     def _next(self) -> None:
-        if self.queue and not self.strand.busy:
+        if self.queue and not self.strand.busy and not self.stopped:
             self.strand.start(self.queue.popleft())
 
     def backlog(self) -> int:

@@ -94,11 +94,14 @@ class ControllerNode(Actor):
         self.extra_commit_latency = 0
         self.extra_commit_until = -1
         self.scheduler = Executor(self, "EventScheduler")
+        self._scheduler_wait: Future | None = None  # the scheduler's append wait, which stopScheduling interrupts
         self.scan_inactive_master: Periodic | None = None
         self.elect_policy = self._policy()
         # a node of a replicated group ([cluster] controllers > 1); None: this node stands for the whole group
         self.repl = Replication(self, peers, self._on_raft_leader, self._on_raft_follower) \
             if peers and len(peers) > 1 else None
+        if self.repl is not None:  # a group's node schedules only while it leads (startScheduling)
+            self.scheduler.stop()
         # [controller] controllerType = jRaft (impl/controller/jraft.py): requests are the entries, validated at apply
         self.jraft = cfg.controller_type == "jRaft"
         self.live = RaftLiveTable()  # jRaft: the replicated live table (the DLedger flavour uses ``heartbeats``)
@@ -151,8 +154,12 @@ class ControllerNode(Actor):
             if ok:
                 break
         if self.repl is not None and (self.repl.role != LEADER or self.repl.state.term != term):
+            # deposed while it waited (its empty entry may even have completed with TERM_CHANGED on a later
+            # leadership): RocketMQ would start scheduling here, and the FOLLOWER / CANDIDATE handlers queued behind
+            # this one on the handler's single thread stop it at once; the kit skips that instant
             return
         self.leader = True
+        self.scheduler.start()  # startScheduling (requests queued before a stopScheduling run now)
         if self.repl is not None:
             self.observe("ctl.leader", node=self.name, term=term)
         else:
@@ -184,8 +191,15 @@ class ControllerNode(Actor):
         self.spawn("RoleChangeHandler", self._become_leader())
 
     def _on_raft_follower(self) -> None:
-        """RoleChangeHandler.handle(FOLLOWER): stop serving and scanning."""
+        """RoleChangeHandler.handle(FOLLOWER / CANDIDATE): stop serving and scanning. ``stopScheduling`` shuts the
+        EventScheduler down with an interrupt (``ServiceThread.shutdown(true)``): the request whose append it waits
+        for fails at once (``appendToDLedgerAndWait``'s ``get`` throws; the request is cancelled), and the requests
+        still queued wait in the queue for the next ``startScheduling``."""
         self.leader = False
+        if not self.jraft:
+            self.scheduler.stop()
+            if self._scheduler_wait is not None:
+                self._scheduler_wait.cancel()
         if self.scan_inactive_master is not None:
             self.scan_inactive_master.cancel()
             self.scan_inactive_master = None
@@ -202,8 +216,13 @@ class ControllerNode(Actor):
         self.applied = index
 
     def apply_committed(self, entry: LogEntry) -> None:
-        """A committed entry of the replicated log, applied in order on this node."""
-        entry.future.complete(self._apply(entry))
+        """A committed entry of the replicated log, applied in order on this node. DLedger completes the append's
+        future only if this node appended it as leader in its *current* term (``completeResponseFuture``)."""
+        value = self._apply(entry)
+        if self.repl is not None and not self.jraft:
+            self.repl.complete_pending(entry.index, value)
+            return
+        entry.future.complete(value)
 
     def _append(self, events: list[EventMessage | None], ctx: dict[str, Any]) -> list[LogEntry]:
         if self.repl is not None:
@@ -304,8 +323,13 @@ class ControllerNode(Actor):
 
     def _submit(self, name: str, supplier: Callable[[], ControllerResult], is_write: bool,
                 ctx: dict[str, Any]) -> Future:
-        """``EventScheduler.appendEvent``: a future completed with the result, or cancelled (``None``)."""
+        """``EventScheduler.appendEvent``: a future completed with the result, or cancelled (``None``); a node that
+        does not lead answers CONTROLLER_NOT_LEADER at once."""
         fut = Future()
+        if not self.leader:
+            fut.complete(ControllerResult().fail(ResponseCode.CONTROLLER_NOT_LEADER,
+                                                 "The controller is not in leader state"))
+            return fut
         self.scheduler.submit(self._run_event(name, supplier, is_write, ctx, fut))
         return fut
 
@@ -330,15 +354,28 @@ class ControllerNode(Actor):
         if is_write and result.events:
             ctx = dict(ctx, op=name, code=int(result.code), validatedAt=self.now)
             entries = self._append(list(result.events), ctx)
-            ok = yield Await(entries[-1].future, self.cfg.append_wait_timeout)
+            ok = yield from self._append_wait(entries[-1].future)
         elif self.cfg.is_process_read_event:
             entry = self._append([None], {"op": name})[-1]
-            ok = yield Await(entry.future, self.cfg.append_wait_timeout)
+            ok = yield from self._append_wait(entry.future)
         if ok:
             fut.complete(result)
         else:
             self.observe("ctl.append-timeout", op=name)
             fut.cancel()
+
+    def _append_wait(self, future: Future) -> Generator:
+        """``appendToDLedgerAndWait``'s ``get(5 s)``: true on any normal completion (the response code is not read),
+        false on a timeout or, in a group, when ``stopScheduling`` interrupts it."""
+        if self.repl is None:
+            return (yield Await(future, self.cfg.append_wait_timeout))
+        wait = self._scheduler_wait = Future()
+        future.add_done_callback(wait.complete)
+        try:
+            return (yield Await(wait, self.cfg.append_wait_timeout))
+        finally:
+            if self._scheduler_wait is wait:
+                self._scheduler_wait = None
 
     # ------------------------------------------------------------------------ request processing
 

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
 from ..codes import RequestCode
-from ..runtime import Command
+from ..runtime import Command, Future
 from .replicas_info import event_from_dict
 
 if TYPE_CHECKING:
@@ -52,6 +52,7 @@ MAX_HEARTBEAT_LEAK = 3  # DLedgerConfig.maxHeartBeatLeak: a leader without a maj
 MAX_PUSH = 64  # entries per push
 
 FOLLOWER, CANDIDATE, LEADER = "follower", "candidate", "leader"
+TERM_CHANGED = "TERM_CHANGED"  # DLedgerResponseCode.TERM_CHANGED: a pending append completed, normally, with this code
 _COMPACTED = {"compacted": True}  # the context of a placeholder left where a compacted entry was
 
 
@@ -88,6 +89,9 @@ class Replication:
         self._commit_timer: int | None = None
         self._on_leader = on_leader
         self._on_follower = on_follower
+        # DLedgerEntryPusher.pendingAppendResponsesByTerm: term -> index -> the future of an append this node made
+        # as leader (DLedger flavour; a JRaft entry's closure completes when the entry applies here)
+        self.pending: dict[int, dict[int, Future]] = {}
 
     # ------------------------------------------------------------------------------------ helpers
     @property
@@ -189,12 +193,35 @@ class Replication:
         self.node.observe("ctl.elected", term=self.state.term)
         self._heartbeat()
         self._on_leader()
+        self._complete_other_terms()
+
+    def _complete_other_terms(self) -> None:
+        """``QuorumAckChecker.doWork`` on a leader: every pending append of another term completes, as a *normal*
+        completion, with code TERM_CHANGED, whatever became of its entry (``DLedgerController
+        .appendToDLedgerAndWait`` ignores the code)."""
+        stale = {t: futures for t, futures in self.pending.items() if t != self.state.term}
+        for t, futures in sorted(stale.items()):
+            del self.pending[t]
+            self.node.observe("ctl.term-changed", node=self.node.name, term=self.state.term, oldTerm=t,
+                              indexes=sorted(futures))
+            for index in sorted(futures):
+                futures[index].complete(TERM_CHANGED)
+
+    def complete_pending(self, index: int, value: Any) -> None:
+        """``DLedgerEntryPusher.completeResponseFuture(index)`` once the entry applied: only the *current* term's
+        pending append at that index completes (an append of an earlier term waits for TERM_CHANGED)."""
+        future = self.pending.get(self.state.term, {}).pop(index, None)
+        if future is not None:
+            future.complete(value)
 
     # ------------------------------------------------------------------------------------ pushing
     def append(self, entry: LogEntry) -> None:
-        """The leader appends an entry of its term and pushes it at once."""
+        """The leader appends an entry of its term and pushes it at once (``DLedgerServer.handleAppend``; its
+        future waits in the pending map, ``waitAck``)."""
         entry.term = self.state.term
         self.entries.append(entry)
+        if not self.node.jraft:
+            self.pending.setdefault(entry.term, {})[entry.index] = entry.future
         for p in self.peers:
             self._push(p)
         self._advance_commit()
