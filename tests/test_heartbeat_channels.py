@@ -10,7 +10,9 @@ DLedger leader's inactive-master scan) sees the broker go. The JRaft flavour (``
 every channel a heartbeat came on to the identity, so either close removes the entry.
 
 The identity key is ``BrokerIdentityInfo(cluster, brokerName, brokerId)`` with the id as given: a null id is a null
-key (the entry's own brokerId is -1), and a lookup with null finds it.
+key (the entry's own brokerId is -1). A lookup with a null id does not find that entry: ``BrokerIdentityInfo.equals``
+calls ``brokerId.equals(...)`` on the lookup key, so once an entry of the same hash exists the map's comparison
+throws a NullPointerException (``NullBrokerIdError`` here).
 
 In the simulator a channel is one connection of one process incarnation (``b1#0``, then ``b1#1`` after a restart);
 a controller hears of a crashed broker's close unless a partition loses it, and then closes the connection itself
@@ -22,10 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from rmqha.impl import bugs as B
 from rmqha.impl.codes import RequestCode
 from rmqha.impl.config import ControllerConfig, config_from_dict, default_config
-from rmqha.impl.controller.heartbeat import BrokerHeartbeatManager
+from rmqha.impl.controller.heartbeat import BrokerHeartbeatManager, NullBrokerIdError
 from rmqha.impl.controller.jraft import RaftLiveTable, execute, request
 from rmqha.impl.controller.node import ControllerDisk, ControllerNode
 from rmqha.impl.controller.replicas_info import ReplicasInfoManager
@@ -114,17 +117,20 @@ def test_the_jraft_node_maps_every_channel_so_either_close_removes_the_entry():
 
 
 def test_a_heartbeat_without_broker_id_is_keyed_null():
-    """BrokerIdentityInfo keeps a null brokerId: a lookup with null finds the entry (its brokerId is -1), one with -1
-    does not; the scan and a close report the entry's brokerId (-1), as notifyBrokerInActive does."""
+    """BrokerIdentityInfo keeps a null brokerId: the first heartbeat is stored under it (the entry's brokerId is -1);
+    a lookup with -1 does not find it, and every lookup with null throws once it is there (BrokerIdentityInfo.equals
+    dereferences the lookup key's null id), a repeat heartbeat included. The scan and a close, which iterate, remove it
+    and report the entry's brokerId (-1), as notifyBrokerInActive does."""
     hb = BrokerHeartbeatManager()
+    assert hb.get_broker_live_info(C, N, None) is None and not hb.is_broker_active(0, C, N, None)  # nothing to compare
     _beat(hb, 0, "x#0", broker_id=None)
-    info = hb.get_broker_live_info(C, N, None)
-    assert info is not None and info.broker_id == -1
-    assert hb.is_broker_active(0, C, N, None)
+    assert list(hb.table) == [(C, N, None)] and hb.table[(C, N, None)][0].broker_id == -1
     assert hb.get_broker_live_info(C, N, -1) is None and not hb.is_broker_active(0, C, N, -1)
-    _beat(hb, 1000, "x#1", broker_id=None, epoch=2)  # the same entry
-    assert list(hb.table) == [(C, N, None)] and hb.get_broker_live_info(C, N, None).epoch == 2
-    assert hb.scan_not_active_broker(11_001) == [(C, N, -1)]
+    for call in (lambda: hb.get_broker_live_info(C, N, None), lambda: hb.is_broker_active(0, C, N, None),
+                 lambda: _beat(hb, 1000, "x#1", broker_id=None, epoch=2)):
+        with pytest.raises(NullBrokerIdError):
+            call()
+    assert hb.scan_not_active_broker(10_001) == [(C, N, -1)] and hb.table == {}
 
     _beat(hb, 0, "x#0", broker_id=None)
     assert hb.on_broker_channel_close("x#0") == (C, N, -1)
@@ -132,14 +138,15 @@ def test_a_heartbeat_without_broker_id_is_keyed_null():
 
 def test_the_jraft_live_table_keys_a_null_broker_id_null():
     """RaftReplicasInfoManager.onBrokerHeartBeat: the key is the request's BrokerIdentityInfo (null id), the live info
-    says -1; checkNotActiveBroker reports the keys."""
+    says -1; lookups with null throw as in the DLedger table; checkNotActiveBroker, which iterates, reports the key."""
     live, rim = RaftLiveTable(), ReplicasInfoManager()
     execute(rim, live, request("heartbeat", 0, clusterName=C, brokerName=N, brokerAddr="x:1", brokerId=None,
                                heartbeatTimeoutMills=3000, epoch=1, maxOffset=5, confirmOffset=2,
                                electionPriority=0), 0)
-    info = live.live_info(C, N, None)
-    assert info is not None and info.broker_id == -1 and live.live_info(C, N, -1) is None
-    assert live.is_active(C, N, None, 3000) and not live.is_active(C, N, -1, 0)
+    assert list(live.table) == [(C, N, None)] and live.table[(C, N, None)].broker_id == -1
+    assert live.live_info(C, N, -1) is None and not live.is_active(C, N, -1, 0)
+    with pytest.raises(NullBrokerIdError):
+        live.is_active(C, N, None, 3000)
     result = execute(rim, live, request("checkNotActive", 3001), 3001)
     assert result is not None and result.body == {"inactive": [[C, N, None]]}
 

@@ -2,10 +2,13 @@
 
 Rules:
 
-* Key: (clusterName, brokerName, brokerId) as the heartbeat names it, a null brokerId included (the key holds
-  ``None``, the entry's brokerId is -1, and a lookup with ``None`` finds it); a heartbeat naming the wrong
-  cluster is another broker. (``ControllerRequestProcessor.handleBrokerHeartbeat`` refuses a null brokerId
-  before it gets here, so only a direct caller reaches that key.)
+* Key: (clusterName, brokerName, brokerId) as the heartbeat names it, a null brokerId included: the first such
+  heartbeat is stored under a ``None`` id (the entry's brokerId is -1); a heartbeat naming the wrong cluster is
+  another broker. Once that entry exists, every lookup with a ``None`` id (a repeat heartbeat, ``isBrokerActive``,
+  ``getBrokerLiveInfo``) throws: ``BrokerIdentityInfo.equals`` calls ``brokerId.equals`` on the lookup key's null
+  id when the map compares it with the entry of the same hash (``NullBrokerIdError``, Java's NullPointerException).
+  ``ControllerRequestProcessor.handleBrokerHeartbeat`` refuses a null brokerId before it gets here, so only a direct
+  caller reaches that key.
 * A new entry stores everything but confirmOffset (QUIRK: the constructor drops it; it stays 0), and the
   channel the heartbeat came on.
 * An existing entry always refreshes timestamp, timeout and priority; (epoch, maxOffset, confirmOffset)
@@ -24,12 +27,26 @@ Each controller node keeps its own table: it is not replicated (digest §a.5).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..codes import INT_MAX
 from .elect_policy import BrokerLiveInfo
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_TIME = 10_000
 Identity = tuple[str, str, int | None]
+
+
+class NullBrokerIdError(Exception):
+    """Java's NullPointerException from ``BrokerIdentityInfo.equals`` (``brokerId.equals(...)`` on a null id)."""
+
+
+def lookup(table: dict, key: Identity) -> Any:
+    """``Map.get(new BrokerIdentityInfo(...))``: a key with a null id throws once an entry of the same hash (the
+    same cluster, name and null id) is there to compare with."""
+    entry = table.get(key)
+    if entry is not None and key[2] is None:
+        raise NullBrokerIdError(f"BrokerIdentityInfo.equals on a null brokerId: {key}")
+    return entry
 
 
 class BrokerHeartbeatManager:
@@ -49,7 +66,7 @@ class BrokerHeartbeatManager:
         real_confirm = -1 if confirm_offset is None else confirm_offset
         real_timeout = DEFAULT_BROKER_CHANNEL_EXPIRED_TIME if timeout is None else timeout
         real_priority = INT_MAX if election_priority is None else election_priority
-        prev = self.table.get(key)
+        prev = lookup(self.table, key)
         if prev is None:
             info = BrokerLiveInfo(broker_name, broker_addr, bid, now, real_timeout, real_epoch, real_max, 0,
                                   real_priority)
@@ -63,14 +80,14 @@ class BrokerHeartbeatManager:
         self.table[key] = (info, kept)
 
     def is_broker_active(self, now: int, cluster: str, broker_name: str, broker_id: int | None) -> bool:
-        entry = self.table.get((cluster, broker_name, broker_id))
+        entry = lookup(self.table, (cluster, broker_name, broker_id))
         if entry is None:
             return False
         info = entry[0]
         return info.last_update_timestamp + info.heartbeat_timeout_millis >= now
 
     def get_broker_live_info(self, cluster: str, broker_name: str, broker_id: int | None) -> BrokerLiveInfo | None:
-        entry = self.table.get((cluster, broker_name, broker_id))
+        entry = lookup(self.table, (cluster, broker_name, broker_id))
         return entry[0] if entry else None
 
     def scan_not_active_broker(self, now: int) -> list[Identity]:

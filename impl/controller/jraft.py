@@ -17,7 +17,8 @@ results. Rules (digest §a.4 "JRaft", §b.4, §d.2; ``JRaftController``, ``JRaft
 * **Heartbeats** (``onBrokerHeartBeat``): the live info is stamped with the receiving leader's clock; a new entry
   keeps everything it carries (``DefaultBrokerHeartbeatManager`` drops confirmOffset, this does not); an existing
   one refreshes timestamp, timeout and priority, and (epoch, maxOffset, confirmOffset) move only forward. The key
-  keeps a null brokerId as null (the live info says -1). The receiving node maps *every* channel a heartbeat came
+  keeps a null brokerId as null (the live info says -1; a later lookup with it throws, as in
+  ``DefaultBrokerHeartbeatManager``). The receiving node maps *every* channel a heartbeat came
   on to the identity (``brokerChannelIdentityInfoMap.put``), so after a broker reconnects on a new connection,
   closing either the old or the new one logs a ``BROKER_CLOSE_CHANNEL_REQUEST`` that removes the live entry
   (unlike ``DefaultBrokerHeartbeatManager``, whose entry keeps its first channel only).
@@ -48,7 +49,7 @@ from typing import Any
 
 from ..codes import INT_MAX
 from .elect_policy import BrokerLiveInfo, ElectionFailed, ElectPolicy
-from .heartbeat import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, Identity
+from .heartbeat import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, Identity, lookup
 from .replicas_info import ControllerResult, ReplicasInfoManager, RequestEntry, get_int, get_sized, put_sized
 
 LIVENESS_OPS = frozenset({"heartbeat", "closeChannel"})  # entries that only feed the live table
@@ -61,11 +62,11 @@ class RaftLiveTable:
         self.table: dict[Identity, BrokerLiveInfo] = {}
 
     def is_active(self, cluster: str, name: str, broker_id: int | None, at: int) -> bool:
-        info = self.table.get((cluster, name, broker_id))
+        info = lookup(self.table, (cluster, name, broker_id))
         return info is not None and info.last_update_timestamp + info.heartbeat_timeout_millis >= at
 
     def live_info(self, cluster: str, name: str, broker_id: int | None) -> BrokerLiveInfo | None:
-        return self.table.get((cluster, name, broker_id))
+        return lookup(self.table, (cluster, name, broker_id))
 
     def on_heartbeat(self, a: dict[str, Any], stamp: int) -> None:
         # the key keeps the id as the request names it, null included; the live info holds realBrokerId (-1 for null)
@@ -76,7 +77,7 @@ class RaftLiveTable:
                              -1 if a.get("maxOffset") is None else a["maxOffset"],
                              -1 if a.get("confirmOffset") is None else a["confirmOffset"],
                              INT_MAX if a.get("electionPriority") is None else a["electionPriority"])
-        prev = self.table.get(key)
+        prev = lookup(self.table, key)  # computeIfAbsent compares keys as get does
         if prev is None:
             self.table[key] = new
             return
