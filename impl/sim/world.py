@@ -121,6 +121,7 @@ class Simulation(WorldView):
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
         self.paused: dict[str, list[tuple]] = {}
         self.ctl_set = frozenset(self.controllers)
+        self.broker_set = frozenset(self.brokers)
         self.idle_close = cfg.controller.server_channel_max_idle_time_seconds * 1000  # 0: idle closes not modelled
         self.chan_seen: dict[tuple[str, int, str], tuple[int, int]] = {}  # (ctl, inc, peer) -> (peer inc, last read)
         self.replaying: set[str] = set()
@@ -321,7 +322,7 @@ class Simulation(WorldView):
                                     **({"lost": True} if node is None and dst not in self.paused else {})}
             if node is not None:
                 node.now = self.now
-                if self.idle_close and dst in self.ctl_set:  # the controller's read time on that connection
+                if self.idle_close and dst in self.ctl_set and src in self.broker_set:  # its last read from a broker
                     self.chan_seen[(dst, dst_inc, src)] = (src_inc, self.now)
                 node.on_message(src, cmd, f"{src}#{src_inc}")  # a connection per process incarnation
                 self._drain(node)
