@@ -53,6 +53,15 @@ class ControllerConfig:
                                  quiet=True)
     jraft_scan_wait_timeout_ms: int = _java("jRaftScanWaitTimeoutMs", 1000, "jRaft: no inactive-broker scan until "
                                             "this long after the first heartbeat a node received", quiet=True)
+    jraft_snapshot_interval_secs: int = _java(
+        "jRaftSnapshotIntervalSecs", 0, "jRaft (3-node group): every node saves a snapshot of its applied state this "
+        "often (the first after a random half to whole interval) and drops its log up to its previous snapshot; a "
+        "follower behind the leader's first log index installs the leader's snapshot. RocketMQ's default is 3600, "
+        "which no simulated run reaches; 0: no snapshots", quiet=True)
+    server_channel_max_idle_time_seconds: int = _java(
+        "serverChannelMaxIdleTimeSeconds", 120, "NettyServerConfig of the controller: a connection "
+        "idle this long is closed and its broker's heartbeat entry removed (onChannelIdle); the simulator fires it "
+        "for a crashed broker's connection whose close a partition lost (0: not modelled)", quiet=True)
 
 
 @dataclass
@@ -370,6 +379,9 @@ def validate(cfg: Config) -> None:
          + 4096, "[sim] file_boundaries needs mappedFileSizeCommitLog >= 2 x message_size_max + 4 KiB"),
         (cfg.controller.controller_type in ("DLedger", "jRaft"),
          "[controller] controllerType must be DLedger or jRaft"),
+        (cfg.controller.jraft_snapshot_interval_secs >= 0, "[controller] jRaftSnapshotIntervalSecs must be >= 0"),
+        (cfg.controller.server_channel_max_idle_time_seconds >= 0,
+         "[controller] serverChannelMaxIdleTimeSeconds must be >= 0"),
         (cfg.faults.mean_interval > 0, "[faults] mean_interval must be positive"),
         (0 < cfg.faults.heal_after_min <= cfg.faults.heal_after_max, "[faults] need 0 < heal_after_min <= max"),
         (0 < cfg.faults.restart_after_min <= cfg.faults.restart_after_max,
