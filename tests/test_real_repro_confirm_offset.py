@@ -6,16 +6,14 @@ version's verdict as its finding page reports it)."""
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmqha.real import maven, netns
 from rmqha.real.observe import BrokerView, ControllerView, Snapshot
-from rmqha.real.repro import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, run_repro
+from rmqha.real.repro import NOT_REPRODUCED, REPRODUCED
 from rmqha.real.repros import REPROS
 from rmqha.real.repros.confirm_offset import (
     checkpoint_confirm,
@@ -26,7 +24,8 @@ from rmqha.real.repros.confirm_offset import (
     store_lines,
     wait_conn,
 )
-from rmqha.real.spec import real_config, run_id
+from rmqha.real.spec import real_config
+from tests.real_repro import check_repro
 
 IDS = ("F-CONFIRM-SKIPS-NEW-CONNECTION", "F-CONFIRM-LOCAL-SHORTCUT", "F-RECOVER-NORMALLY-PAST-CONFIRM")
 
@@ -136,16 +135,6 @@ def test_cq_end_and_checkpoint(tmp_path: Path) -> None:
 # ----------------------------------------------------------------------------------------- real runs
 
 
-def _ready() -> None:
-    ok, why = netns.available()
-    if ok and not maven.maven_status()[0]:
-        ok, why = False, "no Maven"
-    if not ok:
-        if os.environ.get("RMQHA_REQUIRE_REAL") == "1":
-            pytest.fail(f"real RocketMQ runs are required here: {why}")
-        pytest.skip(f"real RocketMQ: {why}")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("fid", "version", "want"), [
     ("F-CONFIRM-SKIPS-NEW-CONNECTION", "5.3.3", REPRODUCED),
@@ -156,9 +145,4 @@ def _ready() -> None:
     ("F-RECOVER-NORMALLY-PAST-CONFIRM", "5.5.0", REPRODUCED),
 ])
 def test_real_confirm_offset_repro(tmp_path: Path, fid: str, version: str, want: str) -> None:
-    _ready()
-    out = run_repro(REPROS[fid], version, tmp_path / "run")
-    if out.verdict == INCONCLUSIVE:  # a window the run did not hit: says nothing either way
-        pytest.skip(f"{fid} on {version}: inconclusive: {out.why}")
-    assert out.verdict == want, (out.why, out.evidence)
-    assert netns.existing(run_id(tmp_path / "run")) == []
+    check_repro(fid, version, want, tmp_path / "run")

@@ -7,15 +7,13 @@ logged behind the stale proposal, deposes the restarted master when both commit)
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmqha.real import maven, netns
-from rmqha.real.repro import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, run_repro
+from rmqha.real.repro import NOT_REPRODUCED, REPRODUCED
 from rmqha.real.repros import REPROS
 from rmqha.real.repros.epoch_restart import (
     NO_POINT,
@@ -27,7 +25,7 @@ from rmqha.real.repros.epoch_restart import (
     log_ms,
 )
 from rmqha.real.repros.proposal_restart import DLEDGER_PUSH, MASTER_STILL_EXIST, event_text, frame_line, proxy_acts
-from rmqha.real.spec import run_id
+from tests.real_repro import check_repro
 
 # ----------------------------------------------------------------------------------------- helpers
 
@@ -124,16 +122,6 @@ def test_event_text() -> None:
 # ----------------------------------------------------------------------------------------- real runs
 
 
-def _ready() -> None:
-    ok, why = netns.available()
-    if ok and not maven.maven_status()[0]:
-        ok, why = False, "no Maven"
-    if not ok:
-        if os.environ.get("RMQHA_REQUIRE_REAL") == "1":
-            pytest.fail(f"real RocketMQ runs are required here: {why}")
-        pytest.skip(f"real RocketMQ: {why}")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("fid", "version", "want"), [
     ("F-EPOCH-REBASE-ON-RESTART", "5.3.3", REPRODUCED),
@@ -143,9 +131,4 @@ def _ready() -> None:
     ("M-PROPOSAL-OUTLIVES-RESTART", "5.3.3", NOT_REPRODUCED),
 ])
 def test_real_epoch_restart_repro(tmp_path: Path, fid: str, version: str, want: str) -> None:
-    _ready()
-    out = run_repro(REPROS[fid], version, tmp_path / "run")
-    if out.verdict == INCONCLUSIVE:  # a window the run did not hit: says nothing either way
-        pytest.skip(f"{fid} on {version}: inconclusive: {out.why}")
-    assert out.verdict == want, (out.why, out.evidence)
-    assert netns.existing(run_id(tmp_path / "run")) == []
+    check_repro(fid, version, want, tmp_path / "run")

@@ -4,14 +4,12 @@ F-TRANSFER-NEGATIVE-BATCH reproduces on 5.4.0 and 5.5.0 and not on 5.3.3, F-EPOC
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmqha.real import maven, netns
-from rmqha.real.repro import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, run_repro
+from rmqha.real.repro import NOT_REPRODUCED, REPRODUCED
 from rmqha.real.repros import REPROS
 from rmqha.real.repros.ha_epoch import (
     answered_ok,
@@ -23,7 +21,7 @@ from rmqha.real.repros.ha_epoch import (
     last_epoch,
     open_ha,
 )
-from rmqha.real.spec import run_id
+from tests.real_repro import check_repro
 
 # ----------------------------------------------------------------------------------------- helpers
 
@@ -93,16 +91,6 @@ def test_epoch_helpers() -> None:
 # ----------------------------------------------------------------------------------------- real runs
 
 
-def _ready() -> None:
-    ok, why = netns.available()
-    if ok and not maven.maven_status()[0]:
-        ok, why = False, "no Maven"
-    if not ok:
-        if os.environ.get("RMQHA_REQUIRE_REAL") == "1":
-            pytest.fail(f"real RocketMQ runs are required here: {why}")
-        pytest.skip(f"real RocketMQ: {why}")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("fid", "version", "want"), [
     ("F-TRANSFER-EPOCH-STALE", "5.3.3", REPRODUCED),
@@ -113,9 +101,4 @@ def _ready() -> None:
     ("F-EPOCH-EQ-SPLICE", "5.5.0", REPRODUCED),
 ])
 def test_real_ha_epoch_repro(tmp_path: Path, fid: str, version: str, want: str) -> None:
-    _ready()
-    out = run_repro(REPROS[fid], version, tmp_path / "run")
-    if out.verdict == INCONCLUSIVE:  # a step the loaded machine did not reach: says nothing either way
-        pytest.skip(f"{fid} on {version}: inconclusive: {out.why}")
-    assert out.verdict == want, (out.why, out.evidence)
-    assert netns.existing(run_id(tmp_path / "run")) == []
+    check_repro(fid, version, want, tmp_path / "run")

@@ -5,14 +5,12 @@ the delete loop is fixed there)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rmqha.real import maven, netns
-from rmqha.real.repro import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, run_repro
+from rmqha.real.repro import NOT_REPRODUCED, REPRODUCED
 from rmqha.real.repros import REPROS
 from rmqha.real.repros.slave_sync import (
     TopicsWatch,
@@ -22,7 +20,7 @@ from rmqha.real.repros.slave_sync import (
     read_topics_as_loaded,
     topic_batch,
 )
-from rmqha.real.spec import run_id
+from tests.real_repro import check_repro
 
 # ----------------------------------------------------------------------------------------- helpers
 
@@ -131,16 +129,6 @@ def test_loop_times_reads_each_long_delete_loop_from_the_broker_log() -> None:
 # ----------------------------------------------------------------------------------------- real runs
 
 
-def _ready() -> None:
-    ok, why = netns.available()
-    if ok and not maven.maven_status()[0]:
-        ok, why = False, "no Maven"
-    if not ok:
-        if os.environ.get("RMQHA_REQUIRE_REAL") == "1":
-            pytest.fail(f"real RocketMQ runs are required here: {why}")
-        pytest.skip(f"real RocketMQ: {why}")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(("fid", "version", "want"), [
     ("F-SYNC-DELETES-EVERY-TOPIC", "5.3.3", REPRODUCED),
@@ -149,9 +137,4 @@ def _ready() -> None:
     ("F-TOPIC-CONFIG-LOST-ON-FAILOVER", "5.5.0", REPRODUCED),
 ])
 def test_real_slave_sync_repro(tmp_path: Path, fid: str, version: str, want: str) -> None:
-    _ready()
-    out = run_repro(REPROS[fid], version, tmp_path / "run")
-    if out.verdict == INCONCLUSIVE:  # a window the run did not hit: says nothing either way
-        pytest.skip(f"{fid} on {version}: inconclusive: {out.why}")
-    assert out.verdict == want, (out.why, out.evidence)
-    assert netns.existing(run_id(tmp_path / "run")) == []
+    check_repro(fid, version, want, tmp_path / "run")

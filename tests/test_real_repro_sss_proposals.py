@@ -5,17 +5,15 @@ reproduce on both)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
-from rmqha.real import maven, netns
-from rmqha.real.repro import INCONCLUSIVE, REPRODUCED, run_repro
+from rmqha.real.repro import REPRODUCED
 from rmqha.real.repros import REPROS
 from rmqha.real.repros.dledger_validation import RUN_EVENT, altered, elected
 from rmqha.real.repros.sss_proposals import CAUGHT_UP, NOTIFY, RUN_ALTER, event_text
-from rmqha.real.spec import run_id
+from tests.real_repro import check_repro
 
 # lines as RocketMQ 5.3.3 wrote them in the runs the finding pages cite
 CAUGHT = ("2026-11-25 18:55:32 INFO ReadSocketService - The slave 2 has caught up, slaveMaxOffset: 16992, "
@@ -70,23 +68,8 @@ def test_event_text() -> None:
     assert event_text(6, {"type": "ElectMaster", "newMasterElected": False}) == "#6 ElectMaster(no master)"
 
 
-def _ready() -> None:
-    ok, why = netns.available()
-    if ok and not maven.maven_status()[0]:
-        ok, why = False, "no Maven"
-    if not ok:
-        if os.environ.get("RMQHA_REQUIRE_REAL") == "1":
-            pytest.fail(f"real RocketMQ runs are required here: {why}")
-        pytest.skip(f"real RocketMQ: {why}")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("fid", ["F-STALE-SSS-PROPOSAL", "F-GAP-UNION", "F-DLEDGER-STALE-VALIDATION"])
 @pytest.mark.parametrize("version", ["5.3.3", "5.5.0"])
 def test_real_sss_proposal_repros(tmp_path: Path, fid: str, version: str) -> None:
-    _ready()
-    out = run_repro(REPROS[fid], version, tmp_path / "run")
-    if out.verdict == INCONCLUSIVE:  # a window the run did not hit: says nothing either way
-        pytest.skip(f"{fid} on {version}: inconclusive: {out.why}")
-    assert out.verdict == REPRODUCED, (out.why, out.evidence)
-    assert netns.existing(run_id(tmp_path / "run")) == []
+    check_repro(fid, version, REPRODUCED, tmp_path / "run")
