@@ -1,4 +1,5 @@
-"""Documented findings: violations the kit found that are real RocketMQ 5.3.3 behaviour.
+"""Documented findings: violations the kit found that are real RocketMQ 5.3.3 behaviour (or, for a finding that
+``needs`` an upstream switch, the behaviour of the later release that switch brings in).
 
 Each finding has a stable id, the invariants it breaks, its write-up (``docs/findings/<id>.md``), a
 replayable trace (``docs/findings/traces/<id>.jsonl.gz``) and a *fix switch* (``bugs.py``, kind "fix"): the
@@ -26,6 +27,8 @@ class Finding:
     fix: str
     where: str
     reference: str
+    # the upstream switches (bugs.py, kind "upstream") its runs need: a finding of a later release than 5.3.3
+    needs: tuple[str, ...] = ()
 
 
 FINDINGS: dict[str, Finding] = {
