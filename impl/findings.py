@@ -97,6 +97,13 @@ FINDINGS: dict[str, Finding] = {
                 ("QUEUE-ACKED-READABLE",), B.FIX_MASTER_COVERS_ITS_QUEUES,
                 "SlaveSynchronize.syncTopicConfig (every 10 s, ReplicasManager.handleSlaveSynchronize) + "
                 "ReplicasManager.changeToMaster (keeps the topic config as last synced)", "new"),
+        Finding("F-LOCAL-SHRINK-BEFORE-ACCEPT",
+                "From 5.4.0 a master drops a disconnected slave from its SyncStateSet before the controller accepts "
+                "it, and acknowledges without a replica the controller can still elect",
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS"), B.FIX_SHRINK_WAITS_FOR_CONTROLLER,
+                "AutoSwitchHAService.removeConnection (5.4.0+: the local SyncStateSet shrunk under the write lock "
+                "when the connection closes, besides the proposal)",
+                "introduced by apache/rocketmq PR #9897 (5.4.0, 5.5.0); new", needs=(B.LOCAL_SHRINK_ON_DISCONNECT,)),
     ]
 }
 
