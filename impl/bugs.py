@@ -34,6 +34,9 @@ JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 APPEND_SPANS_FILE = "append-spans-file"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
 
+# upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
+LOCAL_SHRINK_ON_DISCONNECT = "local-shrink-on-disconnect"
+
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
 FIX_CONFIRM_WAITS_FIRST_ACK = "fix-confirm-waits-first-ack"
@@ -48,11 +51,12 @@ FIX_RECOVER_NORMALLY_UP_TO_CONFIRM = "fix-recover-normally-up-to-confirm"
 FIX_TRUNCATE_CLEARS_FILE = "fix-truncate-clears-file"
 FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
 FIX_SYNC_DELETES_ONLY_MISSING = "fix-sync-deletes-only-missing"
+FIX_SHRINK_WAITS_FOR_CONTROLLER = "fix-shrink-waits-for-controller"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
              FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES,
-             FIX_SYNC_DELETES_ONLY_MISSING)
+             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER)
 
 
 @dataclass(frozen=True)
@@ -62,8 +66,9 @@ class Bug:
     where: str
     reference: str
     description: str
-    # "switch" (a code deviation), "config" (an expected-loss setting), "fix", or "fidelity" (a code deviation
-    # in a part of the deployment that is off unless its settings, ``needs``, turn it on)
+    # "switch" (a code deviation), "config" (an expected-loss setting), "fix", "fidelity" (a code deviation
+    # in a part of the deployment that is off unless its settings, ``needs``, turn it on), or "upstream" (a rule of
+    # a later RocketMQ release than the 5.3.3 the core follows, so that a finding of that release can be run)
     kind: str = "switch"
     settings: tuple[tuple[str, str, object], ...] = ()  # for kind == "config": (section, key, value)
     needs: tuple[tuple[str, str, object], ...] = ()  # for kind == "fidelity": the settings that turn its part on
@@ -179,6 +184,15 @@ BUGS: dict[str, Bug] = {
             "A slave keeps the topic config it was deployed with and never syncs the master's, so a queue expansion "
             "made long before a failover is lost with it.", kind="fidelity",
             needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
+        Bug(LOCAL_SHRINK_ON_DISCONNECT, "SYNC-NO-ACK-LOSS",
+            "AutoSwitchHAService.removeConnection",
+            "RocketMQ 5.4.0 and later: apache/rocketmq PR #9897 (\"Fix controller mode HAService removeConnection\", "
+            "merged 2025-12-04); finding F-LOCAL-SHRINK-BEFORE-ACCEPT",
+            "5.4.0's rule in the 5.3.3 core: when a SyncStateSet member's HA connection closes, the master removes it "
+            "from its local (confirmed) SyncStateSet at once, under the write lock, besides proposing the shrink to "
+            "the controller; until the controller answers, the ack set (local ∪ proposal) no longer holds it, so "
+            "with the controller unreachable the master acknowledges without the member the controller may still "
+            "elect.", kind="upstream"),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "
@@ -241,6 +255,11 @@ BUGS: dict[str, Bug] = {
             "finding F-SYNC-DELETES-EVERY-TOPIC; apache/rocketmq#9984, PR #9996",
             "A slave's sync deletes only the topics the master no longer has (deleteTopicConfig inside the if), so "
             "the topics both sides have never leave its table or topics.json.", kind="fix"),
+        Bug(FIX_SHRINK_WAITS_FOR_CONTROLLER, "SYNC-NO-ACK-LOSS", "AutoSwitchHAService.removeConnection",
+            "finding F-LOCAL-SHRINK-BEFORE-ACCEPT (undoes the local shrink of PR #9897, 5.4.0+)",
+            "With local-shrink-on-disconnect (5.4.0+): a closed connection's member leaves the local SyncStateSet only "
+            "when the controller accepts the shrink (setSyncStateSet, 5.3.3's rule); until then the ack set keeps "
+            "it. Without that switch it changes nothing.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",
@@ -255,7 +274,8 @@ BUGS: dict[str, Bug] = {
 SWITCHES = frozenset(name for name, b in BUGS.items() if b.kind == "switch")
 FIXES = frozenset(name for name, b in BUGS.items() if b.kind == "fix")
 FIDELITY = frozenset(name for name, b in BUGS.items() if b.kind == "fidelity")
-CODE_KINDS = ("switch", "fix", "fidelity")  # the kinds the core checks by name
+UPSTREAM = frozenset(name for name, b in BUGS.items() if b.kind == "upstream")
+CODE_KINDS = ("switch", "fix", "fidelity", "upstream")  # the kinds the core checks by name
 
 
 def check_names(names: list[str] | tuple[str, ...]) -> frozenset[str]:
@@ -271,7 +291,8 @@ def check_names(names: list[str] | tuple[str, ...]) -> frozenset[str]:
 
 
 # A fix that closes the code path a switch lives in: campaigns that hunt the switch run every other fix.
-MASKED_BY: dict[str, tuple[str, ...]] = {CONFIRM_COUNTS_NEW_CONNECTION: (FIX_CONFIRM_WAITS_FIRST_ACK,)}
+MASKED_BY: dict[str, tuple[str, ...]] = {CONFIRM_COUNTS_NEW_CONNECTION: (FIX_CONFIRM_WAITS_FIRST_ACK,),
+                                         LOCAL_SHRINK_ON_DISCONNECT: (FIX_SHRINK_WAITS_FOR_CONTROLLER,)}
 
 
 def fixes_beside(name: str) -> tuple[str, ...]:

@@ -1,4 +1,5 @@
-"""Documented findings: violations the kit found that are real RocketMQ 5.3.3 behaviour.
+"""Documented findings: violations the kit found that are real RocketMQ 5.3.3 behaviour (or, for a finding that
+``needs`` an upstream switch, the behaviour of the later release that switch brings in).
 
 Each finding has a stable id, the invariants it breaks, its write-up (``docs/findings/<id>.md``), a
 replayable trace (``docs/findings/traces/<id>.jsonl.gz``) and a *fix switch* (``bugs.py``, kind "fix"): the
@@ -26,6 +27,8 @@ class Finding:
     fix: str
     where: str
     reference: str
+    # the upstream switches (bugs.py, kind "upstream") its runs need: a finding of a later release than 5.3.3
+    needs: tuple[str, ...] = ()
 
 
 FINDINGS: dict[str, Finding] = {
@@ -94,6 +97,13 @@ FINDINGS: dict[str, Finding] = {
                 ("QUEUE-ACKED-READABLE",), B.FIX_MASTER_COVERS_ITS_QUEUES,
                 "SlaveSynchronize.syncTopicConfig (every 10 s, ReplicasManager.handleSlaveSynchronize) + "
                 "ReplicasManager.changeToMaster (keeps the topic config as last synced)", "new"),
+        Finding("F-LOCAL-SHRINK-BEFORE-ACCEPT",
+                "From 5.4.0 a master drops a disconnected slave from its SyncStateSet before the controller accepts "
+                "it, and acknowledges without a replica the controller can still elect",
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS"), B.FIX_SHRINK_WAITS_FOR_CONTROLLER,
+                "AutoSwitchHAService.removeConnection (5.4.0+: the local SyncStateSet shrunk under the write lock "
+                "when the connection closes, besides the proposal)",
+                "introduced by apache/rocketmq PR #9897 (5.4.0, 5.5.0); new", needs=(B.LOCAL_SHRINK_ON_DISCONNECT,)),
     ]
 }
 

@@ -52,7 +52,7 @@ class Scenario:
         return config_from_dict(settings, cfg) if settings else cfg
 
     def bugs(self, on: bool) -> list[str]:
-        extra = [self.bug] if on and B.BUGS[self.bug].kind in ("switch", "fidelity") else []
+        extra = [self.bug] if on and B.BUGS[self.bug].kind in ("switch", "fidelity", "upstream") else []
         return sorted([*self.fixes, *extra])
 
     def config_for(self, on: bool) -> Config:
@@ -177,6 +177,21 @@ SCENARIOS: dict[str, Scenario] = {
                        "and the leader logs the election. ctl2 applies it at once and elects broker 2; ctl1 applies "
                        "the same entry 12 s later and, judging liveness by its own clock instead of the request's "
                        "invokeTime, finds every heartbeat it has applied expired: no master. One log, two states."),
+        Scenario(B.LOCAL_SHRINK_ON_DISCONNECT, 1, 45000,
+                 [{"t": 8000, "do": "produce", "count": 3}, {"t": 9000, "do": "crash", "node": "ctl"},
+                  {"t": 9500, "do": "break-ha", "node": "b1"},
+                  {"t": 9700, "do": "partition", "id": "p1", "links": [["b1", "b2"], ["b2", "b1"]]},
+                  {"t": 11000, "do": "produce", "count": 5},
+                  {"t": 16000, "do": "crash", "node": "b2"}, {"t": 16000, "do": "crash", "node": "b3"},
+                  {"t": 17000, "do": "restart", "node": "ctl"}],
+                 config=QUIET, fixes=B.fixes_beside(B.LOCAL_SHRINK_ON_DISCONNECT),
+                 disabled=("SYNC-SSS-HOLDS-ACKED",),
+                 story="Master b2, SSS {b1, b2, b3}. The controller dies; b1's HA connection resets and b1 stays cut "
+                       "from b2. With 5.4.0's removeConnection b2 drops b1 from its local SSS at once and acknowledges "
+                       "the next five sends with b3 alone, while the controller's log still holds {b1, b2, b3}. b2 "
+                       "and b3 die, the controller comes back and elects b1, which lacks them. Without the switch "
+                       "(5.3.3) the sends wait for b1 and are not acknowledged. SYNC-SSS-HOLDS-ACKED (the precursor, "
+                       "at the controller's restart) is off so the run reaches the loss."),
     ]
 }
 

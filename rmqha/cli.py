@@ -416,8 +416,8 @@ def _cmd_bugs(args: argparse.Namespace, out: Console) -> int:
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = Table(title="bug and fidelity switches (--bug), expected-loss configurations (--bug), fixes (--fix)",
-                  show_lines=True)
+    table = Table(title="bug, fidelity and upstream switches (--bug), expected-loss configurations (--bug), "
+                        "fixes (--fix)", show_lines=True)
     for col in ("name", "kind", "caught by", "reference"):
         table.add_column(col, overflow="fold")
     for r in rows:
@@ -428,15 +428,18 @@ def _cmd_bugs(args: argparse.Namespace, out: Console) -> int:
 
 def _cmd_findings(args: argparse.Namespace, out: Console) -> int:
     rows = [{"id": f.id, "title": f.title, "invariants": list(f.invariants), "fix": f.fix, "where": f.where,
-             "reference": f.reference, "doc": f"docs/findings/{f.id}.md"} for f in FINDINGS.values()]
+             "reference": f.reference, "needs": list(f.needs), "doc": f"docs/findings/{f.id}.md"}
+            for f in FINDINGS.values()]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = Table(title="documented findings (real RocketMQ 5.3.3 behaviour)", show_lines=True)
+    table = Table(title="documented findings (real RocketMQ 5.3.3 behaviour; a later release's where it needs an "
+                        "upstream switch)", show_lines=True)
     for col in ("id", "title", "invariants", "fix"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["id"], r["title"], ", ".join(r["invariants"]), r["fix"])
+        needs = f" (runs with {', '.join(r['needs'])})" if r["needs"] else ""
+        table.add_row(r["id"], r["title"], ", ".join(r["invariants"]), r["fix"] + needs)
     out.print(table)
     return 0
 

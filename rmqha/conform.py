@@ -562,6 +562,8 @@ def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:
         (any(a.get("do") in FIDELITY_ACTIONS for a in header.get("faults", {}).get("events", []) or []),
          "fidelity fault actions"),
         (any(B.BUGS[b].kind == "fidelity" for b in header.get("bugs", []) if b in B.BUGS), "a fidelity switch"),
+        (any(B.BUGS[b].kind == "upstream" for b in header.get("bugs", []) if b in B.BUGS),
+         "an upstream switch (a later release's rule; the model follows 5.3.3)"),
     ] if on]
     return ", ".join(parts) or None
 

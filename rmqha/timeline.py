@@ -86,6 +86,8 @@ def _fmt_obs(o: dict[str, Any]) -> str | None:
         return f"{n}   proposes adding {o['slave']} -> {o['proposal']} (ack {o['ack']}, confirmOffset {o['confirm']})"
     if k == "ha.shrink":
         return f"{n}   proposes shrinking to {o['proposal']}"
+    if k == "ha.local-shrink":  # local-shrink-on-disconnect (5.4.0+, PR #9897)
+        return f"{n}   drops {o['slave']} from its local SSS at the close, unconfirmed -> {o['local']}"
     if k == "ha.truncate":
         return f"{n}   handshake: truncates {o['before']} -> {o['point']} (master epochs {o['master']})"
     if k == "ha.epoch-append":

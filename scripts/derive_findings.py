@@ -73,7 +73,8 @@ def search_config(fid: str) -> Config:
 
 
 def others(fid: str) -> list[str]:
-    return sorted(f for f in B.FIXES_ALL if f != FINDINGS[fid].fix)
+    """The other findings' fixes, and the upstream switches the finding needs (a finding of a later release)."""
+    return sorted([*(f for f in B.FIXES_ALL if f != FINDINGS[fid].fix), *FINDINGS[fid].needs])
 
 
 def probe(args: tuple[str, int]) -> tuple[str, int, int | None]:
@@ -129,7 +130,8 @@ def demonstrate(fid: str, cfg: Config, seed: int, schedule: list[dict], inv: str
     return {"id": fid, "seed": seed, "invariant": final.violation.invariant, "step": final.violation.step,
             "t": final.violation.time, "message": final.violation.message, "faults": len(res.schedule),
             "faultsBeforeShrinking": len(schedule), "trace": f"traces/{fid}.jsonl.gz", "hash": final.digest,
-            "otherFixes": bugs}
+            "otherFixes": [b for b in bugs if b not in FINDINGS[fid].needs],
+            **({"upstream": list(FINDINGS[fid].needs)} if FINDINGS[fid].needs else {})}
 
 
 def main() -> None:

@@ -153,6 +153,7 @@ def bugs_md() -> str:
            "named invariant with the switch on and holds with it off.\n"]
     for kind, title in (("switch", "Bug switches (code deviations)"),
                         ("config", "Expected-loss configurations (real settings)"),
+                        ("upstream", "Upstream switches (a later release's rule in the 5.3.3 core)"),
                         ("fix", "Fix switches (one per finding)")):
         out.append(f"## {title}\n")
         out.append("| name | caught by | where | reference | what it does |")

@@ -15,7 +15,7 @@ def _run(name: str, on: bool):
 
 
 def test_every_switch_and_expected_loss_config_has_a_scenario():
-    wanted = {n for n, b in B.BUGS.items() if b.kind in ("switch", "config", "fidelity")}
+    wanted = {n for n, b in B.BUGS.items() if b.kind in ("switch", "config", "fidelity", "upstream")}
     assert wanted == set(SCENARIOS)
     assert len([n for n, b in B.BUGS.items() if b.kind == "switch"]) >= 6
     for s in SCENARIOS.values():
@@ -64,3 +64,41 @@ def test_ha_truncate_prefix_checker_catches_a_point_past_the_log_end():
     assert sim.violation is None
     checker.after_step([dict(base, point=800, before=700)])
     assert sim.violation is not None and sim.violation.invariant == "HA-TRUNCATE-PREFIX"
+
+
+def _put_results(text: str) -> list[dict]:
+    import json
+
+    return [o for line in text.splitlines()[1:-1] for o in json.loads(line).get("obs", [])
+            if o["k"] in ("brk.put-result", "ha.local-shrink")]
+
+
+def test_local_shrink_on_disconnect_acks_without_the_cut_member_and_its_fix_waits():
+    """local-shrink-on-disconnect (5.4.0's removeConnection, PR #9897) on its scenario: when b1's (id 3) connection
+    closes with the controller down, master b2 drops b1 from its local set at once, and the five sends after the cut
+    are acknowledged with b3's ack alone (local = proposal = [1, 2]). With the finding's fix (or without the switch:
+    5.3.3) the local set keeps b1 until the controller answers, the ack set is the union [1, 2, 3], and the same
+    sends end FLUSH_SLAVE_TIMEOUT; nothing acknowledged is lost."""
+    s = SCENARIOS[B.LOCAL_SHRINK_ON_DISCONNECT]
+
+    def go(bugs: list[str]):
+        return run(s.config_for(True), s.seed, 200_000, bugs=bugs, schedule=s.schedule, max_time=s.max_time,
+                   disabled=s.disabled)
+
+    broken = go(s.bugs(True))
+    assert broken.violation is not None and broken.violation.invariant == "SYNC-NO-ACK-LOSS"
+    obs = _put_results(broken.text)
+    assert [o for o in obs if o["k"] == "ha.local-shrink"] == [
+        {"k": "ha.local-shrink", "n": "b2", "slave": 3, "local": [1, 2]}]
+    after = [o for o in obs if o["k"] == "brk.put-result" and o["end"] > 1191]
+    assert len(after) == 5 and {o["status"] for o in after} == {"PUT_OK"}
+    assert all(o["ack"]["local"] == [1, 2] and o["ack"]["inFlight"] for o in after)
+
+    for bugs in (sorted([*s.bugs(True), B.FIX_SHRINK_WAITS_FOR_CONTROLLER]), s.bugs(False)):
+        fixed = go(bugs)
+        assert fixed.violation is None, fixed.violation
+        obs = _put_results(fixed.text)
+        assert not [o for o in obs if o["k"] == "ha.local-shrink"]
+        after = [o for o in obs if o["k"] == "brk.put-result" and o["end"] > 1191]
+        assert len(after) == 5 and {o["status"] for o in after} == {"FLUSH_SLAVE_TIMEOUT"}
+        assert all(o["ack"]["local"] == [1, 2, 3] and o["ack"]["remote"] == [1, 2] for o in after)

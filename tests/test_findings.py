@@ -42,6 +42,7 @@ def test_finding_trace_replays_and_fix_removes_it(fid):
     assert again.violation is not None and again.violation.invariant == entry["invariant"]
     assert again.violation.invariant in FINDINGS[fid].invariants
     assert FINDINGS[fid].fix not in header["bugs"]
+    assert set(FINDINGS[fid].needs) <= set(header["bugs"]), "a later release's finding replays with its switch"
     fixed = run_header(dict(header, bugs=sorted([*header["bugs"], FINDINGS[fid].fix])), keep=False)
     assert fixed.violation is None, fixed.violation
 

@@ -12,7 +12,8 @@ Rules (digest §e.5-§e.7, §h):
 * Expand, on each ack: the slave is not in local, its ack >= confirmOffset and >= the start of the current
   epoch: propose local ∪ {slave} and notify the listener (``doReportSyncStateSetChanged``) on a single
   thread. Shrink, on the periodic check: drop members not caught up for ``haMaxTimeSlaveNotCatchup`` and
-  members that never connected. Disconnect: propose local ∖ {slave} at once.
+  members that never connected. Disconnect: propose local ∖ {slave} at once (5.3.3: the local set waits for the
+  controller's answer; 5.4.0+, switch local-shrink-on-disconnect: the local set takes it at once too).
 * confirmOffset = min(max, acks > 0 of connected members of the union); a member without a connection
   freezes it (#6662); acks of 0 or -1 are ignored (#6728).
 * Acks (ALL mode): |union| <= 1 acks at once; otherwise 1 (the master) + connections whose slave is in the
@@ -96,6 +97,11 @@ class AutoSwitchHAService(HAView):
                 local.discard(c.slave_id)
                 self.mark_synchronizing_sync_state_set(local)
                 self.notify_sync_state_set_changed(local)
+                if B.LOCAL_SHRINK_ON_DISCONNECT in self.bugs and B.FIX_SHRINK_WAITS_FOR_CONTROLLER not in self.bugs:
+                    # 5.4.0+ (AutoSwitchHAService.removeConnection, PR #9897): the local set takes the shrink too,
+                    # before the controller has answered; the ack set (local ∪ remote) no longer holds the slave
+                    self.sync_state_set = set(local)
+                    self.host.observe("ha.local-shrink", slave=c.slave_id, local=sorted(local))
         self.connections.pop(c.conn, None)
         self._check_requests()
 

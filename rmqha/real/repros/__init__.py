@@ -10,6 +10,7 @@ from . import (
     dledger_validation,  # noqa: F401
     epoch_restart,  # noqa: F401
     ha_epoch,  # noqa: F401
+    local_shrink,  # noqa: F401
     proposal_restart,  # noqa: F401
     slave_sync,  # noqa: F401
     sss_proposals,  # noqa: F401
