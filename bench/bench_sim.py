@@ -39,8 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.catalogue import Coverage
-from rmqha.impl.config import default_config
+from rmqha.impl.invariants import Coverage
+from rmqha.impl.sim.config import default_config
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.world import Simulation
 

@@ -19,6 +19,7 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .observations import NodeObservation, ObsKind
 from .rng import DetRng
 
 # ------------------------------------------------------------------------------------------ messages
@@ -88,10 +89,20 @@ class HAClose:
 
 @dataclass(slots=True)
 class Observe:
-    """Something the checkers and the trace want to see; it never changes behaviour."""
+    """Something the checkers and the trace want to see (``impl/observations.py``); it never changes behaviour.
+    ``obs`` is the record as the trace keeps it: its kind ``k``, the node ``n`` (``Actor.emit`` sets it) and the
+    kind's fields."""
 
-    kind: str
-    data: dict[str, Any]
+    obs: NodeObservation
+
+    @property
+    def kind(self) -> ObsKind:
+        return self.obs["k"]
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The kind's fields alone (without ``k`` and ``n``)."""
+        return {k: v for k, v in self.obs.items() if k not in ("k", "n")}
 
 
 Effect = Send | SetTimer | HAConnect | HAWrite | HAClose | Observe
@@ -294,8 +305,10 @@ class Actor:
     def send(self, dst: str, cmd: Command) -> None:
         self.out.append(Send(dst, cmd))
 
-    def observe(self, kind: str, **data: Any) -> None:
-        self.out.append(Observe(kind, data))
+    def emit(self, obs: NodeObservation) -> None:
+        """Tell the checkers and the trace what happened (``impl/observations.py``), under this node's name."""
+        obs["n"] = self.name
+        self.out.append(Observe(obs))
 
     def on_message(self, src: str, cmd: Command) -> None:
         if cmd.response:

@@ -11,6 +11,7 @@ shortest trace (BFS), rebuilt concretely by re-running the model along the finge
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -222,8 +223,6 @@ def random_walks(cfg: ModelConfig, *, seed: int, walks: int, depth: int, invaria
     """Random walks from the initial state for scopes too deep for BFS (as TLC's ``-simulate``): at each step one
     enabled action, uniformly, from ``random.Random(seed)``; a walk ends at ``depth`` or in a deadlock. Same seed,
     same walks. Stops at the first violation, whose trace is the walk so far."""
-    import random
-
     rng = random.Random(seed)
     invs, props = _checks(invariants, properties)
     sym = Symmetry(cfg.Brokers)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rmqha.impl.catalogue import CATALOGUE
+from rmqha.impl.invariants import CATALOGUE
 
 from .controller_mode import NONE, ModelConfig, State, initial, successors
 from .properties import ACTION_PROPERTIES, INVARIANTS

@@ -35,10 +35,9 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from rmqha.impl.catalogue import BY_ID, CATALOGUE
+from rmqha.impl.invariants import BY_ID, CATALOGUE
 from rmqha.impl.sim.world import Simulation, Violation
-
-from rmqha.conform import validate
+from rmqha.models.conform import validate
 
 from .coverage import CountingChecker
 from .suites import Suite

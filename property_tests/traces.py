@@ -14,7 +14,7 @@ from typing import Any
 from rmqha.impl.sim.runner import header_for, run_header
 from rmqha.impl.sim.world import Violation
 
-from rmqha.files import write_text
+from rmqha.cli.files import write_text
 
 DEFAULT_DIR = Path(".hypothesis") / "rmqha-traces"
 ENV_DIR = "RMQHA_TRACE_DIR"

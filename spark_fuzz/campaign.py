@@ -37,7 +37,9 @@ from .coverage import CampaignCoverage
 from .findings import bucket, finding_id, shape
 from .journal import Journal
 from .mutate import Corpus, CorpusEntry, mutate
+from .session import parallelism
 from .settings import FuzzSettings, settings_from_dict
+from .task import run_items
 
 LAG = 3  # batches in flight
 TASKS_PER_CORE = 2  # tasks per batch, per core of the session
@@ -303,8 +305,6 @@ class Campaign:
     # --------------------------------------------------------------------------------------- execution
 
     def _job(self, group: str, items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
-        from .task import run_items
-
         sc = self.spark.sparkContext
         sc.setJobGroup(f"{self._group}-{group}", f"rmqha fuzz {group}", interruptOnCancel=True)
         payload = [dict(item, ctx=self._ctx) for item in items]
@@ -354,8 +354,6 @@ class Campaign:
 
     def run(self) -> Campaign:
         """Run (or resume) to the stop condition and finish every queued shrink; returns itself."""
-        from .session import parallelism
-
         self._parallelism = parallelism(self.spark)
         self._resume()
         self._t0 = time.perf_counter()

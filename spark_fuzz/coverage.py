@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.catalogue import Checker
+from rmqha.impl.invariants import Checker
 from rmqha.impl.sim.abstraction import abstract_state
 from rmqha.impl.sim.world import Simulation
 

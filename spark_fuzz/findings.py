@@ -20,7 +20,7 @@
   invariant plus the signature's hash.
 * **Checks**: the shrunk header is run twice; the second trace must equal the first byte for byte (what
   ``rmqha replay`` checks). A run without a bug switch (the model has fixes and settings, not switches) is also
-  validated step by step against the model (``rmqha.conform.validate``).
+  validated step by step against the model (``rmqha.models.conform.validate``).
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ import re
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict
 from rmqha.impl.findings import FINDINGS, classify
+from rmqha.impl.sim.config import config_from_dict
 from rmqha.impl.sim.runner import header_for, run_header
 from rmqha.impl.sim.shrink import ddmin, fails
 from rmqha.impl.trace import parse
+from rmqha.models.conform import outside_model, validate
 
 from .runs import probed_run
 
@@ -221,12 +222,9 @@ def conformance(header: dict[str, Any]) -> tuple[str, str | None]:
         return "n/a", "a bug switch is on (the model is the reference it deviates from)"
     if header["config"]["cluster"]["mode"] != "controller":
         return "n/a", "4.x legacy run"
-    from rmqha.conform import outside_model, validate
-
     beyond = outside_model(config_from_dict(header["config"]), header)
     if beyond is not None:
         return "n/a", f"outside the model: {beyond}"
-
     rep = validate(header)
     if rep.conforms:
         return "yes", None

@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.config import config_from_dict
 from rmqha.impl.rng import DetRng
-from rmqha.impl.sim.faults import Action
+from rmqha.impl.sim.actions import Action
+from rmqha.impl.sim.config import config_from_dict
 
 from .coverage import master_at
 from .schedule import ghost_schedule

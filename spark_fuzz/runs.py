@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.sim.faults import Action
+from rmqha.impl.sim.actions import Action
 from rmqha.impl.sim.runner import header_args, simulation
 from rmqha.impl.sim.world import Violation
 

@@ -34,11 +34,12 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.config import Config, config_from_dict
 from rmqha.impl.rng import DetRng
-from rmqha.impl.sim.faults import DEFAULT_WEIGHTS, FAULT_KINDS, Action, FaultGenerator, WorldView
+from rmqha.impl.sim.actions import DEFAULT_WEIGHTS, FAULT_KINDS, Action
+from rmqha.impl.sim.config import Config, config_from_dict
+from rmqha.impl.sim.faults import FaultGenerator, WorldView
 
-from .settings import FuzzSettings
+from .settings import DEFAULT_FAMILIES, FuzzSettings
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
            {"slow-dispatch": 5, "break-ha": 4, "partition-controller": 3},
            {"mean_interval": 2000, "heal_after_min": 6000}, include=0.1),
 ]}
+if tuple(FAMILIES) != tuple(DEFAULT_FAMILIES):  # settings.py validates [fuzz] families by these names
+    raise RuntimeError("schedule.FAMILIES and settings.DEFAULT_FAMILIES name different families")
 
 
 @dataclass(frozen=True)

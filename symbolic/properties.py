@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import z3
-from rmqha.impl.catalogue import CATALOGUE
+from rmqha.impl.invariants import CATALOGUE
 
 from .state import STATE_INVARIANTS, STRENGTHENING, STRENGTHENING_DOC, UNSET, member
 from .transitions import Step

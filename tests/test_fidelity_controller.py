@@ -3,7 +3,7 @@ apply (``impl/controller/raft.py``) under the controller's request handling, aga
 ``DLedgerEntryPusher``, ``StateMachineCaller``, ``DLedgerController`` and the broker's controller discovery.
 
 The part's fidelity switch, ``two-leaders-one-term`` (caught by CTL-ONE-LEADER-PER-TERM), has its scenario in
-``impl/scenarios.py`` (``tests/test_bugs.py``); CTL-APPLY-PREFIX and CTL-READ-COMMITTED are shown in
+``impl/sim/scenarios.py`` (``tests/test_bugs.py``); CTL-APPLY-PREFIX and CTL-READ-COMMITTED are shown in
 ``tests/test_checker_catches.py``.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.controller.raft import HEARTBEAT, MAX_HEARTBEAT_LEAK
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.world import Simulation
 
 from tests.harness import ObsRecorder

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from rmqha.tlc import (
+from rmqha.spec.tlc import (
     Fun,
     ModelValue,
     Record,

@@ -28,6 +28,7 @@ from ..config import BrokerConfig, MessageStoreConfig
 from ..ha import frames as F
 from ..ha.connection import AutoSwitchHAConnection
 from ..ha.service import AutoSwitchHAService, GroupCommitRequest
+from ..observations import BrkAppend, BrkPutResult
 from ..rng import DetRng
 from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Monitor, Periodic, Sleep, response_to
 from ..store.commitlog import MessageStore
@@ -78,8 +79,9 @@ class BrokerNode(Actor):
     def start(self) -> None:
         """``BrokerController.start`` in controller mode."""
         if self.store.recovered_past_confirm:  # recoverNormally's dispatch past confirmOffset, seen by checkers
-            self.observe("store.dispatch", upto=self.store.recovered_past_confirm, confirm=self.store.confirm_offset,
-                         reputEnd=self.store.max_phy_offset, recovery="normal")
+            self.emit({"k": "store.dispatch", "upto": self.store.recovered_past_confirm,
+                       "confirm": self.store.confirm_offset, "reputEnd": self.store.max_phy_offset,
+                       "recovery": "normal"})
         self.replicas.set_fenced(True)
         if B.UNFENCE_BEFORE_REGISTER in self.bugs:  # the deviation: the store takes writes before RUNNING
             self.store.fenced = False
@@ -165,7 +167,8 @@ class BrokerNode(Actor):
         topics = self.topics
         assert topics is not None
         self.disk.topics = topics.persisted()
-        self.observe("brk.topic", read=topics.read, write=topics.write, version=topics.version.to_wire(), why=why)
+        self.emit({"k": "brk.topic", "read": topics.read, "write": topics.write, "version": topics.version.to_wire(),
+                   "why": why})
 
     def sync_topic_config(self, wire: dict[str, Any]) -> Generator:
         """``SlaveSynchronize.syncTopicConfig`` once the versions differ (the slave's sync strand runs it). With
@@ -273,8 +276,12 @@ class BrokerNode(Actor):
                                                        if queue else None)
         if queue:  # increaseQueueOffset after the append succeeded
             store.topic_queue_table[queue["queueId"]] = queue["queueOffset"] + 1
-        self.observe("brk.append", key=key, offset=offset, size=wrote, role=store.role.value, fenced=store.fenced,
-                     masterEpoch=self.replicas.master_epoch, lastEpoch=self.ha.epoch_cache.last_epoch(), **queue)
+        appended: BrkAppend = {"k": "brk.append", "key": key, "offset": offset, "size": wrote, "role": store.role.value,
+                               "fenced": store.fenced, "masterEpoch": self.replicas.master_epoch,
+                               "lastEpoch": self.ha.epoch_cache.last_epoch()}
+        if queue:
+            appended["queueId"], appended["queueOffset"] = queue["queueId"], queue["queueOffset"]
+        self.emit(appended)
         if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
             store.commitlog.flush()
         self._after_append(True)
@@ -299,13 +306,13 @@ class BrokerNode(Actor):
         header = {"status": status.value, "key": cmd.header["key"]}
         if result is not None:
             header.update(offset=result["offset"], size=result["size"])
-        extra: dict[str, Any] = {}
+        answered: BrkPutResult = {"k": "brk.put-result", "key": cmd.header["key"], "status": status.value,
+                                  "masterEpoch": self.replicas.master_epoch}
         if result is not None:
-            extra["end"] = result["offset"] + result["size"]
+            answered["end"] = result["offset"] + result["size"]
             if "ack" in result:
-                extra["ack"] = result["ack"]
-        self.observe("brk.put-result", key=cmd.header["key"], status=status.value,
-                     masterEpoch=self.replicas.master_epoch, **extra)
+                answered["ack"] = result["ack"]
+        self.emit(answered)
         self.send(src, response_to(cmd, code, header))
 
     def _query_consumer_offset(self, src: str, cmd: Command) -> None:
@@ -388,15 +395,15 @@ class BrokerNode(Actor):
     def _do_reput(self) -> None:
         end = self.store.reput_end_offset()
         if self.store.do_reput(self.configured_broker_id == MASTER_ID):
-            self.observe("store.dispatch", upto=self.store.reput_from_offset, confirm=self.store.get_confirm_offset(),
-                         reputEnd=end)
+            self.emit({"k": "store.dispatch", "upto": self.store.reput_from_offset,
+                       "confirm": self.store.get_confirm_offset(), "reputEnd": end})
 
     def finish_dispatch(self) -> None:
         """``changeToMaster`` waits until dispatch has caught up; the reput thread keeps running."""
         self._do_reput()
 
     def _on_truncate(self, offset: int) -> None:
-        self.observe("store.truncated", offset=offset, max=self.store.max_phy_offset)
+        self.emit({"k": "store.truncated", "offset": offset, "max": self.store.max_phy_offset})
 
     # ------------------------------------------------------------------------------- HA streams
 
@@ -421,7 +428,7 @@ class BrokerNode(Actor):
 
     def on_ha_accept(self, conn: int, peer: str) -> None:
         self._ha_conns[conn] = self.ha.accept(conn, peer)
-        self.observe("ha.accept", conn=conn, peer=peer)
+        self.emit({"k": "ha.accept", "conn": conn, "peer": peer})
 
     def on_ha_data(self, conn: int, data: bytes) -> None:
         master_side = self._ha_conns.get(conn)
@@ -447,19 +454,21 @@ class BrokerNode(Actor):
         epoch = start = None
         if header is not None:
             _, _, _, epoch, start, _ = F._M_TRANSFER.unpack_from(header, 0)
-        self.observe("ha.transfer", conn=c.conn, slave=c.slave_id, offset=offset, size=size, epoch=epoch,
-                     start=start, entries=[[e.epoch, e.start_offset] for e in self.ha.epoch_cache.all_entries()],
-                     max=self.store.max_phy_offset)
+        self.emit({"k": "ha.transfer", "conn": c.conn, "slave": c.slave_id, "offset": offset, "size": size,
+                   "epoch": epoch, "start": start,
+                   "entries": [[e.epoch, e.start_offset] for e in self.ha.epoch_cache.all_entries()],
+                   "max": self.store.max_phy_offset})
 
     def observe_handshake_done(self, client: Any, frame: F.MasterHandshake, point: int) -> None:
-        self.observe("ha.handshake-done", conn=client.conn, point=point, masterMax=frame.max_offset,
-                     max=self.store.max_phy_offset)
+        self.emit({"k": "ha.handshake-done", "conn": client.conn, "point": point, "masterMax": frame.max_offset,
+                   "max": self.store.max_phy_offset})
 
     def observe_slave_append(self, offset: int, size: int) -> None:
-        self.observe("ha.slave-append", offset=offset, size=size, max=self.store.max_phy_offset)
+        self.emit({"k": "ha.slave-append", "offset": offset, "size": size, "max": self.store.max_phy_offset})
 
     def observe_expand(self, slave: int, ack: int, confirm: int, epoch_start: int, proposal: list[int]) -> None:
-        self.observe("ha.expand", slave=slave, ack=ack, confirm=confirm, epochStart=epoch_start, proposal=proposal)
+        self.emit({"k": "ha.expand", "slave": slave, "ack": ack, "confirm": confirm, "epochStart": epoch_start,
+                   "proposal": proposal})
 
     # ---------------------------------------------------------------------------------- status
 

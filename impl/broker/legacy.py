@@ -78,8 +78,8 @@ class LegacyBrokerNode(Actor):
             self._reply(src, cmd, PutMessageStatus.SERVICE_NOT_AVAILABLE, None, None)
             return
         offset, size = store.commitlog.append_message(cmd.header["key"], cmd.header["bodySize"], self.now)
-        self.observe("brk.append", key=cmd.header["key"], offset=offset, size=size, role=store.role.value,
-                     fenced=False, masterEpoch=0, lastEpoch=-1)
+        self.emit({"k": "brk.append", "key": cmd.header["key"], "offset": offset, "size": size,
+                   "role": store.role.value, "fenced": False, "masterEpoch": 0, "lastEpoch": -1})
         if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
             store.commitlog.flush()
         elif store.max_phy_offset // 4096 - self.disk.flushed // 4096 >= self.store_cfg.flush_commit_log_least_pages:
@@ -130,7 +130,7 @@ class LegacyBrokerNode(Actor):
         header: dict[str, Any] = {"status": status.value, "key": cmd.header["key"]}
         if offset is not None:
             header.update(offset=offset, size=size)
-        self.observe("brk.put-result", key=cmd.header["key"], status=status.value, masterEpoch=0)
+        self.emit({"k": "brk.put-result", "key": cmd.header["key"], "status": status.value, "masterEpoch": 0})
         self.send(src, response_to(cmd, code, header))
 
     def _dispatch(self) -> None:

@@ -22,7 +22,7 @@ Rules:
   report when different from the confirmed SSS. ``doReportSyncStateSetChanged`` sends alterSyncStateSet
   with the current mE and sE; success adopts the reply; failure is only logged (the union stays).
 
-The invariant this keeps is BRK-EPOCH-MONO (``impl/catalogue.py``).
+The invariant this keeps is BRK-EPOCH-MONO (``impl/invariants/``).
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ class ReplicasManager:
             available.sort(key=self.controller_addresses.index)
         elif resp is None and address in available:
             available.remove(address)
-            self.node.observe("brk.controller-unreachable", address=address)
+            self.node.emit({"k": "brk.controller-unreachable", "address": address})
 
     def _start(self) -> Generator:
         ok = yield from self._start_basic_service()
@@ -163,7 +163,7 @@ class ReplicasManager:
     def set_fenced(self, fenced: bool) -> None:
         self.node.isolated = fenced
         self.node.store.fenced = fenced
-        self.node.observe("brk.fenced", fenced=fenced)
+        self.node.emit({"k": "brk.fenced", "fenced": fenced})
 
     def _scheduling_sync_controller_metadata(self) -> Generator[Any, Any, bool]:
         for _ in range(3):
@@ -225,7 +225,7 @@ class ReplicasManager:
     def _set_id(self, broker_id: int) -> None:
         self.broker_controller_id = broker_id
         self.ha.local_broker_id = broker_id
-        self.node.observe("brk.identity", brokerId=broker_id)
+        self.node.emit({"k": "brk.identity", "brokerId": broker_id})
 
     def _confirm_now_registering_state(self) -> None:
         disk = self.node.disk
@@ -317,7 +317,8 @@ class ReplicasManager:
             self.change_sync_state_set(set(sss), sss_epoch)
             self.ha.change_to_master_when_last_role_is_master(new_master_epoch)
             node.next_data_version(new_master_epoch)
-            node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=True)
+            node.emit({"k": "brk.role", "role": "MASTER", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                       "again": True})
             node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
             node.register_broker_when_role_change()
             return
@@ -331,8 +332,8 @@ class ReplicasManager:
         self._handle_slave_synchronize(False)
         node.next_data_version(new_master_epoch)
         node.cover_consume_queues()
-        node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=False,
-                     haAccepted=ok)
+        node.emit({"k": "brk.role", "role": "MASTER", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                   "again": False, "haAccepted": ok})
         node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
         node.register_broker_when_role_change()
 
@@ -350,8 +351,8 @@ class ReplicasManager:
         if new_master_id == self.master_broker_id:
             self.ha.change_to_slave_when_master_not_change(new_master_address, new_master_epoch)
             node.next_data_version(new_master_epoch)
-            node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
-                         master=new_master_id, again=True)
+            node.emit({"k": "brk.role", "role": "SLAVE", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                       "master": new_master_id, "again": True})
             node.register_broker_when_role_change()
             return
         self._stop_check_sync_state_set()
@@ -363,16 +364,16 @@ class ReplicasManager:
             # (BrokerIdentity.setBrokerId(long)): NullPointerException, turned into an error reply by
             # AdminBrokerProcessor.notifyBrokerRoleChanged. masterEpoch and the SLAVE role stay set; the master
             # id, its address and the HA client do not change, and later syncs of the same epoch do nothing.
-            node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
-                         master=new_master_id, again=False, aborted="NullPointerException: no broker id yet")
+            node.emit({"k": "brk.role", "role": "SLAVE", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                       "master": new_master_id, "again": False, "aborted": "NullPointerException: no broker id yet"})
             return
         node.configured_broker_id = self.broker_controller_id
         self.master_address = new_master_address or ""
         self.master_broker_id = new_master_id
         ok = self.ha.change_to_slave(new_master_address, new_master_epoch, self.broker_controller_id)  # type: ignore[arg-type]
         node.next_data_version(new_master_epoch)
-        node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
-                     master=new_master_id, again=False, haAccepted=ok)
+        node.emit({"k": "brk.role", "role": "SLAVE", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                   "master": new_master_id, "again": False, "haAccepted": ok})
         node.register_broker_when_role_change()
 
     def change_sync_state_set(self, new_sss: set[int], new_epoch: int) -> None:
@@ -381,7 +382,7 @@ class ReplicasManager:
             self.sync_state_set_epoch = new_epoch
             self.sync_state_set = set(new_sss)
             self.ha.set_sync_state_set(set(new_sss))
-            self.node.observe("brk.sss", syncStateSet=sorted(new_sss), syncStateSetEpoch=new_epoch)
+            self.node.emit({"k": "brk.sss", "syncStateSet": sorted(new_sss), "syncStateSetEpoch": new_epoch})
 
     def _change_sync_state_set_locked(self, new_sss: set[int], new_epoch: int) -> Generator:
         yield Acquire(self.monitor)
@@ -480,9 +481,9 @@ class ReplicasManager:
         header = {"brokerName": self.cfg.broker_name, "masterBrokerId": self.broker_controller_id,
                   "masterEpoch": master_epoch}
         resp = yield self._call(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET, header, body)
-        self.node.observe("brk.alter", proposal=sorted(new_sss), masterEpoch=header["masterEpoch"],
-                          syncStateSetEpoch=body["syncStateSetEpoch"],
-                          code=None if resp is None else int(resp.code))
+        self.node.emit({"k": "brk.alter", "proposal": sorted(new_sss), "masterEpoch": header["masterEpoch"],
+                        "syncStateSetEpoch": body["syncStateSetEpoch"],
+                        "code": None if resp is None else int(resp.code)})
         if resp is not None and resp.code == ResponseCode.SUCCESS and resp.body is not None:
             yield from self._change_sync_state_set_locked(set(resp.body["syncStateSet"]),
                                                           resp.body["syncStateSetEpoch"])

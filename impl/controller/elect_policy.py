@@ -12,7 +12,7 @@ Rules:
   ``HashSet<Long>`` order, i.e. ascending id for small ids: ties go to the smallest id.
 * Without a live-info getter: the first candidate in that order.
 
-The invariant this policy keeps is CTL-CLEAN-ELECTION (``impl/catalogue.py``).
+The invariant this policy keeps is CTL-CLEAN-ELECTION (``impl/invariants/``).
 """
 
 from __future__ import annotations

@@ -32,11 +32,13 @@ from typing import Any
 from .. import bugs as B
 from ..codes import RequestCode, ResponseCode
 from ..config import ControllerConfig
+from ..observations import CtlApply
 from ..rng import DetRng
 from ..runtime import Actor, Await, Command, Executor, Future, Periodic, response_to
 from .elect_policy import ElectionFailed, ElectPolicy
 from .heartbeat import BrokerHeartbeatManager, Identity
 from .jraft import LIVENESS_OPS, RaftLiveTable, execute, request
+from .log import LogEntry
 from .raft import LEADER, RaftState, Replication
 from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager, RequestEntry
 
@@ -44,19 +46,6 @@ _RAFT = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote
          RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply"}
 WAIT_TIMEOUT_OUT = 5000  # ControllerRequestProcessor.WAIT_TIMEOUT_OUT (s -> ms)
 TRIGGER_WAIT = 3000  # ControllerManager.triggerElectMaster: future.get(3, SECONDS)
-
-
-@dataclass
-class LogEntry:
-    """One DLedger entry: an event (``None`` for an empty proposal) and how it was validated."""
-
-    index: int
-    event: EventMessage | None
-    ctx: dict[str, Any]
-    ready_at: int
-    committed: bool = False
-    future: Future = field(default_factory=Future)
-    term: int = 0  # the replicated group's term (``[cluster] controllers > 1``)
 
 
 @dataclass
@@ -105,7 +94,7 @@ class ControllerNode(Actor):
             if entry.committed:
                 self._apply(entry, replay=True)
                 replayed += 1
-        self.observe("ctl.replay", entries=replayed, state=self.rim.snapshot())
+        self.emit({"k": "ctl.replay", "entries": replayed, "state": self.rim.snapshot()})
         Periodic(self, "scanNotActiveBroker", 2000, self.cfg.scan_not_active_broker_interval,
                  self._jraft_scan if self.jraft else self._scan_not_active_broker)
         if self.repl is not None:  # a follower until an election says otherwise; uncommitted entries wait for one
@@ -135,9 +124,9 @@ class ControllerNode(Actor):
             return
         self.leader = True
         if self.repl is not None:
-            self.observe("ctl.leader", node=self.name, term=term)
+            self.emit({"k": "ctl.leader", "node": self.name, "term": term})
         else:
-            self.observe("ctl.leader", node=self.name)
+            self.emit({"k": "ctl.leader", "node": self.name})
         interval = self.cfg.scan_inactive_master_interval
         self.scan_inactive_master = Periodic(self, "scanInactiveMaster", interval, interval,
                                              self._scan_inactive_master_and_trigger_reelect)
@@ -158,9 +147,9 @@ class ControllerNode(Actor):
         if self.jraft:  # JRaftController.isLeaderState is node.isLeader(): it serves at once, schedules nothing
             self.leader = True
             if self.repl is not None:
-                self.observe("ctl.leader", node=self.name, term=self.repl.state.term)
+                self.emit({"k": "ctl.leader", "node": self.name, "term": self.repl.state.term})
             else:
-                self.observe("ctl.leader", node=self.name)
+                self.emit({"k": "ctl.leader", "node": self.name})
             return
         self.spawn("RoleChangeHandler", self._become_leader())
 
@@ -170,7 +159,7 @@ class ControllerNode(Actor):
         if self.scan_inactive_master is not None:
             self.scan_inactive_master.cancel()
             self.scan_inactive_master = None
-        self.observe("ctl.follower", node=self.name)
+        self.emit({"k": "ctl.follower", "node": self.name})
 
     def apply_committed(self, entry: LogEntry) -> None:
         """A committed entry of the replicated log, applied in order on this node."""
@@ -221,9 +210,11 @@ class ControllerNode(Actor):
             return True
         before = self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None)
         self.rim.apply_event(entry.event)
-        extra = {"node": self.name, "term": entry.term} if self.repl is not None else {}
-        self.observe("ctl.apply", index=entry.index, event=entry.event.to_dict(), ctx=entry.ctx, before=before,
-                     after=self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None), **extra)
+        applied: CtlApply = {"k": "ctl.apply", "index": entry.index, "event": entry.event.to_dict(), "ctx": entry.ctx,
+                             "before": before, "after": self.rim.snapshot().get(entry.event.broker_name, None)}
+        if self.repl is not None:  # a replicated group: which node applied it, in which term
+            applied["node"], applied["term"] = self.name, entry.term
+        self.emit(applied)
         return True
 
     def _apply_request(self, entry: LogEntry, replay: bool) -> ControllerResult:
@@ -238,10 +229,10 @@ class ControllerNode(Actor):
             result = ControllerResult().fail(ResponseCode.CONTROLLER_JRAFT_INTERNAL_ERROR, "process event failed")
         if replay or req.op in LIVENESS_OPS:
             return result
-        extra = {"node": self.name, "term": entry.term} if self.repl is not None else {}
         event = result.events[0].to_dict() if result.events else None
-        if extra:  # CTL-APPLY-PREFIX: what every node computed at this index
-            self.observe("ctl.result", index=entry.index, op=req.op, code=int(result.code), event=event, **extra)
+        if self.repl is not None:  # CTL-APPLY-PREFIX: what every node computed at this index
+            self.emit({"k": "ctl.result", "index": entry.index, "op": req.op, "code": int(result.code), "event": event,
+                       "node": self.name, "term": entry.term})
         if event is not None:
             ctx = dict(entry.ctx, op=req.op, code=int(result.code), invokeTime=req.stamp, validatedAt=self.now)
             if req.op == "electMaster":  # who was alive at invokeTime (CTL-CLEAN-ELECTION reads it)
@@ -249,8 +240,11 @@ class ControllerNode(Actor):
                 replicas = self.rim.replica_info_table.get(name)
                 ctx["alive"] = {str(i): self.live.is_active(replicas.cluster_name, name, i, at)
                                 for i in sorted(replicas.broker_id_info)} if replicas else {}
-            self.observe("ctl.apply", index=entry.index, event=event, ctx=ctx, before=before,
-                         after=self.rim.snapshot().get(name, None), **extra)
+            applied: CtlApply = {"k": "ctl.apply", "index": entry.index, "event": event, "ctx": ctx, "before": before,
+                                 "after": self.rim.snapshot().get(name, None)}
+            if self.repl is not None:
+                applied["node"], applied["term"] = self.name, entry.term
+            self.emit(applied)
         return result
 
     def _jraft_propose(self, op: str, args: dict[str, Any], ctx: dict[str, Any] | None = None,
@@ -289,12 +283,12 @@ class ControllerNode(Actor):
                 if not ok and self.repl is not None and self.repl.role != LEADER:
                     break  # deposed: the request fails below (appendEvent on a non-leader)
         if self.repl is not None:  # what the state it validates on lacks (CTL-READ-COMMITTED)
-            self.observe("ctl.validate", op=name, applied=self.applied, commit=self.repl.commit,
-                         term=self.repl.state.term)
+            self.emit({"k": "ctl.validate", "op": name, "applied": self.applied, "commit": self.repl.commit,
+                       "term": self.repl.state.term})
         try:
             result = supplier()
         except ElectionFailed as exc:  # handler.handleException: the future fails
-            self.observe("ctl.error", op=name, error=str(exc))
+            self.emit({"k": "ctl.error", "op": name, "error": str(exc)})
             fut.cancel()
             return
         ok = True
@@ -308,7 +302,7 @@ class ControllerNode(Actor):
         if ok:
             fut.complete(result)
         else:
-            self.observe("ctl.append-timeout", op=name)
+            self.emit({"k": "ctl.append-timeout", "op": name})
             fut.cancel()
 
     # ------------------------------------------------------------------------ request processing
@@ -544,7 +538,7 @@ class ControllerNode(Actor):
         """``ControllerManager.onBrokerInactive``."""
         if not self.leader:
             return
-        self.observe("ctl.inactive", brokerName=broker_name, brokerId=broker_id)
+        self.emit({"k": "ctl.inactive", "brokerName": broker_name, "brokerId": broker_id})
         if broker_id is None:
             self.spawn("triggerElectMaster", self._trigger_elect_master(broker_name))
             return

@@ -19,7 +19,7 @@ Everything that decides who leads, what is committed and what is applied lives h
 * A higher term anywhere makes a node a follower of that term; a leader that has not heard a majority acknowledge
   its pushes for ``MAX_HEARTBEAT_LEAK`` heartbeats steps down (``DLedgerLeaderElector.maintainAsLeader``).
 
-The invariants this keeps are CTL-ONE-LEADER-PER-TERM and CTL-APPLY-PREFIX (``impl/catalogue.py``); the
+The invariants this keeps are CTL-ONE-LEADER-PER-TERM and CTL-APPLY-PREFIX (``impl/invariants/``); the
 controller's request handling on top of it is ``impl/controller/node.py``.
 """
 
@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any
 from .. import bugs as B
 from ..codes import RequestCode
 from ..runtime import Command
+from .log import LogEntry
 from .replicas_info import event_from_dict
 
 if TYPE_CHECKING:
-    from .node import ControllerNode, LogEntry
+    from .node import ControllerNode
 
 ELECTION_MIN = 1500  # DLedgerConfig: heartbeat interval x (maxHeartBeatLeak + 1), with random back-off
 ELECTION_MAX = 3000
@@ -127,7 +128,7 @@ class Replication:
         self.votes = {self.node.name}
         self.leader_id = None
         last_index, last_term = self._last()
-        self.node.observe("ctl.candidate", term=self.state.term)
+        self.node.emit({"k": "ctl.candidate", "term": self.state.term})
         for p in self.peers:
             self._send(p, RequestCode.RAFT_VOTE, {"lastIndex": last_index, "lastTerm": last_term})
         self._reset_election()
@@ -164,7 +165,7 @@ class Replication:
         self.match = {p: 0 for p in self.peers}
         self.last_ack = {}
         self.leader_since = self.node.now
-        self.node.observe("ctl.elected", term=self.state.term)
+        self.node.emit({"k": "ctl.elected", "term": self.state.term})
         self._heartbeat()
         self._on_leader()
 
@@ -184,7 +185,7 @@ class Replication:
         window = MAX_HEARTBEAT_LEAK * HEARTBEAT
         acked = 1 + sum(1 for p in self.peers if self.last_ack.get(p, -1) >= self.node.now - window)
         if acked < self.quorum and self.node.now - self.leader_since > window:
-            self.node.observe("ctl.step-down", term=self.state.term)
+            self.node.emit({"k": "ctl.step-down", "term": self.state.term})
             self._become_follower(self.state.term, None)
             return
         for p in self.peers:
@@ -213,8 +214,6 @@ class Replication:
             hint = len(entries) if prev > len(entries) else prev - 1  # where the leader should push from
             self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": False, "match": hint})
             return
-        from .node import LogEntry  # the node module owns the entry type
-
         for i, (eterm, event, ctx) in enumerate(body["entries"]):
             idx = prev + i
             if idx < len(entries):

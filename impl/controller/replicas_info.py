@@ -20,7 +20,7 @@ Rules (digest §a, §b; check order is RocketMQ's and decides the response code)
 
 Theory of operation: the controller node (``node.py``) owns one ``ReplicasInfoManager`` per replica of the
 event log. It calls an operation, appends the returned events to its log, and calls ``apply_event`` for
-each entry in log order. Invariants over this state (CTL-*) are in ``impl/catalogue.py``.
+each entry in log order. Invariants over this state (CTL-*) are in ``impl/invariants/controller.py``.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .. import bugs as B
 from ..codes import PutMessageStatus, to_int32
 from ..config import MessageStoreConfig
+from ..observations import HaEpochAppend
 from ..store.commitlog import HAView, MessageStore
 from ..store.epoch_cache import EpochEntry
 from ..store.message import check
@@ -162,9 +163,11 @@ class AutoSwitchHAService(HAView):
         return self.epoch_cache.empty_last_epoch(entry)
 
     def _observe_epoch_append(self, entry: EpochEntry, appended: bool, path: str, replaced: int | None) -> None:
-        extra = {} if replaced is None or not appended else {"replaced": replaced}
-        self.host.observe("ha.epoch-append", epoch=entry.epoch, start=entry.start_offset, ok=appended, path=path,
-                          **extra)
+        obs: HaEpochAppend = {"k": "ha.epoch-append", "epoch": entry.epoch, "start": entry.start_offset,
+                              "ok": appended, "path": path}
+        if replaced is not None and appended:
+            obs["replaced"] = replaced
+        self.host.emit(obs)
 
     def change_to_slave_when_master_not_change(self, new_master_addr: str | None, new_master_epoch: int) -> bool:
         return new_master_epoch >= self.epoch_cache.last_epoch()
@@ -198,7 +201,7 @@ class AutoSwitchHAService(HAView):
                 changed = True
         if changed:
             self.mark_synchronizing_sync_state_set(new_sss)
-            self.host.observe("ha.shrink", proposal=sorted(new_sss), local=sorted(self.sync_state_set))
+            self.host.emit({"k": "ha.shrink", "proposal": sorted(new_sss), "local": sorted(self.sync_state_set)})
         return new_sss
 
     def _refresh_idle_connections(self) -> None:
@@ -310,7 +313,7 @@ class AutoSwitchHAService(HAView):
         before = self.store.max_phy_offset
         self.store.truncate_dirty_files(pos)
         if pos < before:
-            self.host.observe("store.truncate-invalid", at=pos, before=before)
+            self.host.emit({"k": "store.truncate-invalid", "at": pos, "before": before})
         return pos
 
     # --------------------------------------------------------------------------- group transfer

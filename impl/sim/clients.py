@@ -17,9 +17,9 @@ from collections.abc import Generator
 from typing import Any
 
 from ..codes import RequestCode, ResponseCode
-from ..config import WorkloadConfig
 from ..rng import DetRng
 from ..runtime import Actor, Call, Command, Periodic
+from .config import WorkloadConfig
 
 
 class ProducerNode(Actor):
@@ -57,9 +57,9 @@ class ProducerNode(Actor):
         if self.master is None:  # tryToFindTopicPublishInfo: no cached route, ask the nameserver now
             yield from self._fetch_route()
         target = self.master
-        self.observe("client.send", key=key, target=target)
+        self.emit({"k": "client.send", "key": key, "target": target})
         if target is None:
-            self.observe("client.send-result", key=key, status="NO_ROUTE", target=None)
+            self.emit({"k": "client.send-result", "key": key, "status": "NO_ROUTE", "target": None})
             self._kick_refresh()
             return
         self.in_flight += 1
@@ -69,11 +69,12 @@ class ProducerNode(Actor):
         resp = yield Call(target, Command(RequestCode.SEND_MESSAGE, 0, header), self.cfg.send_timeout)
         self.in_flight -= 1
         if resp is None:
-            self.observe("client.send-result", key=key, status="TIMEOUT", target=target)
+            self.emit({"k": "client.send-result", "key": key, "status": "TIMEOUT", "target": target})
             self._kick_refresh()
             return
         status = resp.header.get("status", f"CODE_{resp.code}")
-        self.observe("client.send-result", key=key, status=status, target=target, offset=resp.header.get("offset"))
+        self.emit({"k": "client.send-result", "key": key, "status": status, "target": target,
+                   "offset": resp.header.get("offset")})
         if resp.code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.FLUSH_DISK_TIMEOUT):
             self._kick_refresh()
 
@@ -143,7 +144,8 @@ class ConsumerNode(Actor):
             return
         confirm = resp.header.get("confirmOffset", -1)
         for key, offset, size in resp.body or []:
-            self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm)
+            self.emit({"k": "client.seen", "key": key, "broker": target, "offset": offset, "end": offset + size,
+                       "confirm": confirm})
         self.queue_offset = resp.header.get("nextQueueOffset", self.queue_offset)
 
     def _pull_queue(self, target: str) -> Generator:
@@ -166,8 +168,8 @@ class ConsumerNode(Actor):
             return
         confirm = resp.header.get("confirmOffset", -1)
         for key, offset, size, qoff in resp.body or []:
-            self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm,
-                         queueId=qid, queueOffset=qoff)
+            self.emit({"k": "client.seen", "key": key, "broker": target, "offset": offset, "end": offset + size,
+                       "confirm": confirm, "queueId": qid, "queueOffset": qoff})
         self.queue_offsets[qid] = resp.header.get("nextQueueOffset", start)
 
     def _query_offset(self, target: str, qid: int) -> Generator[Any, Any, int | None]:
@@ -211,5 +213,5 @@ class AdminNode(Actor):
 
     def _call(self, code: RequestCode, header: dict[str, Any], body: Any, to: str | None = None) -> Generator:
         resp = yield Call(to or self.controller, Command(code, 0, header, body), 5000)
-        self.observe("admin.result", code=int(code), request=header,
-                     response=None if resp is None else {"code": int(resp.code), "header": resp.header})
+        self.emit({"k": "admin.result", "code": int(code), "request": header,
+                   "response": None if resp is None else {"code": int(resp.code), "header": resp.header}})

@@ -64,8 +64,8 @@ class NameServerNode(Actor):
         if old is not None and old != addr and old in self.live and self.live[old][0] > version \
                 and B.NS_IGNORES_STATE_VERSION not in self.bugs:
             self.live.pop(addr, None)
-            self.observe("ns.reject", brokerName=name, brokerId=bid, addr=addr, version=version,
-                         holder=old, holderVersion=self.live[old][0])
+            self.emit({"k": "ns.reject", "brokerName": name, "brokerId": bid, "addr": addr, "version": version,
+                       "holder": old, "holderVersion": self.live[old][0]})
             return {}
         addrs[bid] = addr
         first = addr not in self.live
@@ -76,7 +76,7 @@ class NameServerNode(Actor):
             self.queue_data[name] = (int(tc["topic"]["read"]), int(tc["topic"]["write"]))
         if tc is not None:
             self.topic_versions[addr] = tc["version"]
-        self.observe("ns.register", brokerName=name, brokerId=bid, addr=addr, version=version)
+        self.emit({"k": "ns.register", "brokerName": name, "brokerId": bid, "addr": addr, "version": version})
         result: dict = {}
         if bid != MASTER_ID:
             master = addrs.get(MASTER_ID)

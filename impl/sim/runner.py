@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..bugs import check_names
-from ..catalogue import BY_ID, Checker
-from ..config import Config, ConfigError, config_from_dict
+from ..invariants import BY_ID, Checker
 from ..trace import TraceRecorder
-from .faults import Action
+from .actions import Action
+from .config import Config, ConfigError, config_from_dict
 from .world import Simulation, Violation
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..config import Config
-from .faults import Action
+from .actions import Action
+from .config import Config
 from .runner import run
 
 

@@ -34,14 +34,19 @@ from typing import Any
 
 from .. import bugs as B
 from ..broker.broker import BrokerNode
+from ..broker.legacy import LegacyBrokerNode
 from ..codes import MASTER_ID, RequestCode
-from ..config import Config
+from ..config import MessageStoreConfig
 from ..controller.node import ControllerDisk, ControllerNode
+from ..invariants import AnyBroker, Checker
+from ..observations import Observation, SimCrash
 from ..rng import DetRng
 from ..runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe, Send, SetTimer
 from ..store.disk import BrokerDisk
+from .actions import Action
 from .clients import AdminNode, ConsumerNode, ProducerNode
-from .faults import Action, FaultGenerator, WorldView
+from .config import Config
+from .faults import FaultGenerator, WorldView
 from .nameserver import NameServerNode
 
 CONNECT_TIMEOUT = 3000
@@ -125,7 +130,7 @@ class Simulation(WorldView):
         self._next_conn = 0
         self.violation: Violation | None = None
         self.recorder = recorder
-        self._step_obs: list[dict[str, Any]] = []
+        self._step_obs: list[Observation] = []
         self.touched: set[str] = set()  # nodes that handled something this step (for the checker)
         self.acted = False  # a fault action ran this step
         # with ``note_actions``: every fault action applied, in order, without its bookkeeping (a generated run's
@@ -140,8 +145,6 @@ class Simulation(WorldView):
         else:
             for action in schedule:
                 self.schedule_action(action)
-        from ..catalogue import Checker  # the checker reads the world; the world only calls it
-
         self.checker = checker_factory(self) if checker_factory is not None else Checker(self)
         self._boot()
 
@@ -179,9 +182,32 @@ class Simulation(WorldView):
     def is_paused(self, node: str) -> bool:
         return node in self.paused
 
-    def broker(self, name: str) -> BrokerNode | None:
+    def broker(self, name: str) -> AnyBroker | None:
         node = self.nodes.get(name)
+        # a broker's name only ever holds a broker (build_node); no isinstance on this hot path
         return node if self.up.get(name) else None  # type: ignore[return-value]
+
+    # ----------------------------------------------------------------------- ClusterView (the checks)
+
+    @property
+    def store_config(self) -> MessageStoreConfig:
+        return self.cfg.store
+
+    @property
+    def broker_name(self) -> str:
+        return self.cfg.broker.broker_name
+
+    @property
+    def legacy(self) -> bool:
+        return self.cfg.cluster.mode == "legacy"
+
+    def nameserver_node(self) -> NameServerNode | None:
+        node = self.nodes.get(self.nameserver)
+        return node if self.up.get(self.nameserver) and isinstance(node, NameServerNode) else None
+
+    def ha_peer(self, conn: int) -> str | None:
+        stream = self.streams.get(conn)
+        return None if stream is None else stream.b
 
     def controller_node(self) -> ControllerNode | None:
         """The controller: the one node, or the serving leader of a replicated group (the highest term's)."""
@@ -401,10 +427,7 @@ class Simulation(WorldView):
             elif isinstance(eff, Send):
                 self._route(name, eff.dst, eff.cmd)
             elif isinstance(eff, Observe):
-                data = eff.data
-                data["k"] = eff.kind
-                data["n"] = name
-                self._step_obs.append(data)
+                self._step_obs.append(eff.obs)
             elif isinstance(eff, HAWrite):
                 self._stream_write(name, eff.conn, eff.data)
             elif isinstance(eff, HAClose):
@@ -427,26 +450,22 @@ class Simulation(WorldView):
 
     def _route(self, src: str, dst: str, cmd: Command) -> None:
         if dst not in self.up:
-            self._note("net.unknown-destination", src=src, dst=dst)
+            self._step_obs.append({"k": "net.unknown-destination", "src": src, "dst": dst})
             return
         if not self.up[dst] or self.is_blocked(src, dst):
             why = "down" if not self.up[dst] else "partition"
-            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why=why)
+            self._step_obs.append({"k": "net.drop", "src": src, "dst": dst, "code": int(cmd.code), "why": why})
             return
         cfg = self.cfg.network
         window = self.now < self.net_window[3]
         drop = max(cfg.drop, self.net_window[0] if window else 0.0)
         if drop and self.rng_net.chance(drop):
-            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why="loss")
+            self._step_obs.append({"k": "net.drop", "src": src, "dst": dst, "code": int(cmd.code), "why": "loss"})
             return
         self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, cmd)
         dup = max(cfg.duplicate, self.net_window[1] if window else 0.0)
         if dup and self.rng_net.chance(dup):
             self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, cmd)
-
-    def _note(self, kind: str, **data: Any) -> None:
-        data["k"] = kind
-        self._step_obs.append(data)
 
     # ------------------------------------------------------------------------------ HA streams
 
@@ -664,7 +683,10 @@ class Simulation(WorldView):
         lost = 0
         if power_loss and name in self.disks:
             lost = self.disks[name].power_loss()
-        self._note("sim.crash", node=name, powerLoss=power_loss, lostBytes=lost, **({"clean": True} if clean else {}))
+        crashed: SimCrash = {"k": "sim.crash", "node": name, "powerLoss": power_loss, "lostBytes": lost}
+        if clean:
+            crashed["clean"] = True
+        self._step_obs.append(crashed)
         for s in self.streams.values():
             if name in (s.a, s.b):
                 self._close_side(s.conn, name)
@@ -685,8 +707,6 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
         idx = brokers.index(name)
         prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
         if cfg.cluster.mode == "legacy":
-            from ..broker.legacy import LegacyBrokerNode
-
             return LegacyBrokerNode(name, cfg.broker, cfg.store, disk, rng, nameserver,
                                     master=(idx == 0), master_name=brokers[0])
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,

@@ -15,7 +15,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from ..impl.controller.node import ControllerDisk, LogEntry
+from ..impl.controller.log import LogEntry
+from ..impl.controller.node import ControllerDisk
 from ..impl.store.disk import BrokerDisk
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..impl.config import Config
+from ..impl.sim.config import Config
 from . import control as C
 from .check import check, failovers, merged_trace, read_events, write_json
 from .nemesis import RECIPES, Nemesis

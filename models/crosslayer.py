@@ -21,10 +21,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rmqha.impl.catalogue import BY_ID
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.invariants import BY_ID
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import RunResult, run
-from rmqha.models.trace_io import TLA_TO_ID
+
+from .trace_io import TLA_TO_ID
 
 ENV_ACTIONS = ("Produce", "Crash", "Restart", "Partition", "Heal", "AdminElect")
 

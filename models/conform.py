@@ -51,12 +51,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.catalogue import BY_ID, Checker
-from rmqha.impl.config import ConfigError, config_from_dict
+from rmqha.impl.invariants import BY_ID, Checker
 from rmqha.impl.sim.abstraction import brokers_state, controller_part, controller_view, id_index, mask
+from rmqha.impl.sim.config import ConfigError, config_from_dict
 from rmqha.impl.sim.world import Simulation, Violation
-from rmqha.models import controller_mode as M
-from rmqha.models.controller_mode import NONE, ModelConfig, State
+
+from . import controller_mode as M
+from .controller_mode import NONE, ModelConfig, State
 
 FIX_CONSTANTS = {
     B.FIX_UNION_KEEPS_ALL_PROPOSALS: "FixUnionKeepsAllProposals",

@@ -1,10 +1,19 @@
-"""Java 17 detection (TLC and Spark need it); says exactly how to get it when it is missing."""
+"""``rmqha doctor``: Java 17 (TLC and Spark need it) and the toolchain; says exactly how to get Java when it is
+missing. ``java_status`` is also the check ``rmqha check`` and ``rmqha fuzz`` make before they start."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import re
 import shutil
 import subprocess
+import sys
+from typing import Any
+
+from rich.console import Console
+
+from .common import Handler
 
 HOW = ("install Java 17: Debian/Ubuntu `sudo apt-get install -y openjdk-17-jre-headless`, "
        "Fedora `sudo dnf install -y java-17-openjdk-headless`, macOS `brew install openjdk@17`; "
@@ -13,8 +22,6 @@ HOW = ("install Java 17: Debian/Ubuntu `sudo apt-get install -y openjdk-17-jre-h
 
 def java_status() -> tuple[bool, str]:
     """(usable, one line). Usable means a ``java`` of major version >= 17 on PATH or in JAVA_HOME."""
-    import os
-
     home = os.environ.get("JAVA_HOME")
     exe = os.path.join(home, "bin", "java") if home else shutil.which("java")
     if not exe or not os.path.exists(exe):
@@ -33,3 +40,15 @@ def java_status() -> tuple[bool, str]:
     if major < 17:
         return False, f"{exe} is Java {major}; {HOW}"
     return True, f"java {major} at {exe}"
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    sub.add_parser("doctor", help="check Java 17 and the toolchain")
+    return {"doctor": cmd_doctor}
+
+
+def cmd_doctor(args: argparse.Namespace, out: Console) -> int:
+    ok, line = java_status()
+    out.print(("[green]ok[/] " if ok else "[yellow]missing[/] ") + line, highlight=False)
+    out.print(f"python {sys.version.split()[0]} at {sys.executable}", highlight=False)
+    return 0 if ok else 1

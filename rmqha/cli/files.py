@@ -1,4 +1,5 @@
-"""File I/O for the CLI: config files (TOML) and trace files (JSON Lines, optionally gzip)."""
+"""File I/O for the command line: config files (TOML) and trace files (JSON Lines, optionally gzip). A missing or
+malformed file is a ``UserError`` (one line, exit status 2)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from rmqha.impl.config import PROFILES, Config, ConfigError, config_from_dict, default_config
+from rmqha.impl.sim.config import PROFILES, Config, ConfigError, config_from_dict, default_config
 
 
 class UserError(Exception):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import bugs as B
+from .. import bugs as B
 from .config import Config, config_from_dict, default_config
 from .scenarios_found import FOUND
 
