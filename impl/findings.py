@@ -11,7 +11,7 @@ message text alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,8 +102,8 @@ def candidates(invariant: str) -> list[Finding]:
     return [f for f in FINDINGS.values() if invariant in f.invariants]
 
 
-def classify(header: dict[str, Any], violation: dict[str, Any],
-             rerun: Callable[[dict[str, Any]], dict[str, Any] | None]) -> str | None:
+def classify(header: dict[str, Any], violation: Mapping[str, Any],
+             rerun: Callable[[dict[str, Any]], Mapping[str, Any] | None]) -> str | None:
     """The finding whose fix removes ``violation``, or None.
 
     ``rerun(header)`` runs a header and returns its violation dict (or None). A candidate explains the

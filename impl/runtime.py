@@ -15,12 +15,14 @@ An ``Executor`` is a single-threaded executor (jobs one at a time, in order); ``
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .observations import NodeObservation, ObsKind
 from .rng import DetRng
+
+T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------ messages
 
@@ -31,7 +33,7 @@ class Command:
 
     code: int
     opaque: int = 0
-    header: dict[str, Any] = field(default_factory=dict)
+    header: Mapping[str, Any] = field(default_factory=dict)  # the code's header (impl/wire.py: decode_header)
     body: Any = None
     response: bool = False
     oneway: bool = False
@@ -48,7 +50,7 @@ class Command:
         return d
 
 
-def response_to(req: Command, code: int, header: dict[str, Any] | None = None, body: Any = None,
+def response_to(req: Command, code: int, header: Mapping[str, Any] | None = None, body: Any = None,
                 remark: str | None = None) -> Command:
     return Command(int(code), req.opaque, header or {}, body, response=True, remark=remark)
 
@@ -169,7 +171,14 @@ class Release:
     monitor: Monitor
 
 
-Job = Generator[Any, Any, None]
+Op = Call | Sleep | Await | Acquire | Release
+"""What a strand yields to the actor's scheduler."""
+
+Steps = Generator[Op, Any, T]
+"""A strand's code: yields ops, is resumed with each op's result (a response, a future's value, or None), returns
+a ``T``."""
+
+Job = Steps[None]
 
 
 class Monitor:

@@ -326,7 +326,7 @@ class Campaign:
                                      "newTimes": sorted({t for t, _ in new})[:MAX_NEW_TIMES]}
             out_rows.append(compact)
         at = max(at, self.fuzz_elapsed)  # merged by then (a later batch can finish before an earlier one)
-        rec = {"type": "merged", "batch": b, "elapsed": round(at, 3), "rows": out_rows}
+        rec: dict[str, Any] = {"type": "merged", "batch": b, "elapsed": round(at, 3), "rows": out_rows}
         self.journal.append(rec)
         self._apply_merge(rec)
         self.fuzz_elapsed = rec["elapsed"]
@@ -339,7 +339,8 @@ class Campaign:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(base64.b64decode(row["trace"]))
             os.replace(tmp, path)
-        rec = {"type": "shrunk", "elapsed": round(at, 3), "row": {k: v for k, v in row.items() if k != "trace"}}
+        rec: dict[str, Any] = {"type": "shrunk", "elapsed": round(at, 3),
+                               "row": {k: v for k, v in row.items() if k != "trace"}}
         self.journal.append(rec)
         self._apply_shrunk(rec["row"], rec["elapsed"])
 
@@ -357,9 +358,9 @@ class Campaign:
         self._parallelism = parallelism(self.spark)
         self._resume()
         self._t0 = time.perf_counter()
-        batches: dict[int, cf.Future] = {}
+        batches: dict[int, cf.Future[Any]] = {}
         done: dict[int, tuple[list[dict[str, Any]], float]] = {}
-        shrinks: dict[str, cf.Future] = {}
+        shrinks: dict[str, cf.Future[Any]] = {}
         pool = cf.ThreadPoolExecutor(max_workers=LAG + self._parallelism, thread_name_prefix="rmqha-fuzz")
         next_plan = max([self.merged - 1, *self.plans]) + 1
 

@@ -170,15 +170,14 @@ class _Ghost(WorldView):
         return next((c for c in self.controllers if c not in self.down), None)
 
     def apply(self, a: Action) -> None:
-        do, node = a["do"], a.get("node")
-        if do == "crash":
-            self.down.add(node)
-        elif do == "restart":
-            self.down.discard(node)
-        elif do == "pause":
-            self.paused.add(node)
-        elif do == "resume":
-            self.paused.discard(node)
+        if a["do"] == "crash":
+            self.down.add(a["node"])
+        elif a["do"] == "restart":
+            self.down.discard(a["node"])
+        elif a["do"] == "pause":
+            self.paused.add(a["node"])
+        elif a["do"] == "resume":
+            self.paused.discard(a["node"])
 
 
 def ghost_schedule(cfg: Config, rng: DetRng, start: int, end: int, master_at: Any, tag: str) -> list[Action]:
@@ -200,7 +199,7 @@ def ghost_schedule(cfg: Config, rng: DetRng, start: int, end: int, master_at: An
             gen.release(a.get("release", []))
         ghost.now = t
         for a in gen.draw(t, ghost):
-            if "id" in a:
+            if a["do"] == "partition" or a["do"] == "heal":  # the actions with an id
                 a["id"] = f"{tag}{a['id']}"
             if a["t"] == t:
                 ghost.apply(a)

@@ -54,6 +54,7 @@ def kit_zip(dest: str | None = None) -> str:
             mod = importlib.import_module(f"rmqha.{sub}")
         except ImportError:  # pragma: no cover - a partial install
             continue
+        assert mod.__file__ is not None  # a package of files, not a namespace
         roots.append((f"rmqha/{sub}", Path(mod.__file__).parent))
     subroots = [r for _, r in roots[1:]]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -89,7 +90,7 @@ def spark_session(master: str | None = None, app: str = "rmqha-fuzz") -> Any:
     sc = spark.sparkContext
     if not getattr(sc, "_rmqha_kit", None):
         sc.addPyFile(kit_zip())
-        sc._rmqha_kit = True
+        sc._rmqha_kit = True  # type: ignore[attr-defined]  # the kit's marker on Spark's context: shipped once
     return spark
 
 

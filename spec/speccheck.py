@@ -40,7 +40,8 @@ def load_manifest(spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
     path = spec_dir / "manifest.json"
     if not path.exists():
         raise SpecError(f"no spec manifest at {path}")
-    return json.loads(path.read_text())
+    manifest: dict[str, Any] = json.loads(path.read_text())
+    return manifest
 
 
 def resolve(targets: list[str], manifest: dict[str, Any], ci_only: bool = False) -> list[str]:
@@ -71,7 +72,7 @@ def checked_names(cfgd: dict[str, Any]) -> list[str]:
 
 
 def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: int = 1,
-                on_progress: Callable[[dict], None] | None = None, trace_dir: Path | None = None,
+                on_progress: Callable[[dict[str, Any]], None] | None = None, trace_dir: Path | None = None,
                 spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
     """Run one config with TLC; compare with the manifest; convert a counterexample into a model trace."""
     entry = manifest["configs"][name]
@@ -204,7 +205,7 @@ def replay_model_trace(objs: list[dict[str, Any]]) -> tuple[bool, str]:
     return False, f"recorded violation {want}, replay gives {got}"
 
 
-def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callable[[dict], None] | None = None,
+def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callable[[dict[str, Any]], None] | None = None,
                 spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
     """The model's BFS on a config's constants and checked names (symmetry as the cfg says unless given)."""
     cfg, cfgd = model_config(name, spec_dir)
@@ -226,7 +227,7 @@ def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callabl
     return out
 
 
-def _labels(steps: list[tuple[tuple | None, Any]]) -> list[list[Any] | None]:
+def _labels(steps: list[tuple[tuple[Any, ...] | None, Any]]) -> list[list[Any] | None]:
     """The action labels of (label, state) steps, as JSON."""
     return [list(lab) if lab else None for lab, _ in steps]
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import z3
 from rmqha.impl.invariants import CATALOGUE
@@ -84,7 +85,7 @@ def _clean_election(st: Step) -> z3.BoolRef:
     return z3.Implies(st.elected, z3.And(member(st.pre.sss, new), member(st.env.alive, new)))
 
 
-def _state(inv: Callable) -> Callable[[Step], z3.BoolRef]:
+def _state(inv: Callable[..., Any]) -> Callable[[Step], z3.BoolRef]:
     return lambda st: inv(st.post)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TypeAlias
 
 import z3
 from rmqha.impl import bugs as B
@@ -102,7 +103,7 @@ def fresh_env(n: int, prefix: str = "env") -> Env:
                priority=tuple(z3.Int(f"{prefix}.priority{i}") for i in ids(n)))
 
 
-Param = z3.ExprRef | tuple[z3.BoolRef, ...]
+Param: TypeAlias = "z3.ExprRef | tuple[z3.BoolRef, ...]"
 FALSE, TRUE = z3.BoolVal(False), z3.BoolVal(True)
 
 

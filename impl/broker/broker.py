@@ -19,7 +19,6 @@ Theory: this class only routes; decisions live in ``replicas_manager.py``, ``ha/
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from .. import bugs as B
@@ -30,7 +29,7 @@ from ..ha.connection import AutoSwitchHAConnection
 from ..ha.service import AutoSwitchHAService, GroupCommitRequest
 from ..observations import BrkAppend, BrkPutResult
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Monitor, Periodic, Sleep, response_to
+from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Job, Monitor, Periodic, Sleep, response_to
 from ..store.commitlog import MessageStore
 from ..store.disk import BrokerDisk
 from .replicas_manager import ReplicasManager
@@ -95,13 +94,13 @@ class BrokerNode(Actor):
         self._flush_at = -1
         self.replicas.start()
 
-    def _periodic_heartbeat(self) -> Generator:
+    def _periodic_heartbeat(self) -> Job:
         if not self.isolated:
             self.replicas.send_heartbeat_to_controller()
         return
         yield  # pragma: no cover
 
-    def _periodic_register(self) -> Generator:
+    def _periodic_register(self) -> Job:
         if not self.isolated:
             yield from self._register_broker_all()
 
@@ -143,7 +142,7 @@ class BrokerNode(Actor):
     def register_broker_when_role_change(self) -> None:
         self.spawn("registerBrokerWhenRoleChange", self._register_broker_all())
 
-    def _register_broker_all(self) -> Generator:
+    def _register_broker_all(self) -> Job:
         header = {"clusterName": self.broker_cfg.cluster_name, "brokerAddr": self.address,
                   "brokerName": self.broker_cfg.broker_name, "brokerId": self.configured_broker_id,
                   "haServerAddr": self.ha_address, "stateVersion": self.data_version}
@@ -170,7 +169,7 @@ class BrokerNode(Actor):
         self.emit({"k": "brk.topic", "read": topics.read, "write": topics.write, "version": topics.version.to_wire(),
                    "why": why})
 
-    def sync_topic_config(self, wire: dict[str, Any]) -> Generator:
+    def sync_topic_config(self, wire: dict[str, Any]) -> Job:
         """``SlaveSynchronize.syncTopicConfig`` once the versions differ (the slave's sync strand runs it). With
         ``[workload] other_topics`` the delete loop and the put phase take their time: the workload's topic sits
         in the middle of the iteration order, and each delete persists what is left of the table."""
@@ -328,7 +327,7 @@ class BrokerNode(Actor):
         else:
             self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"offset": offset}))
 
-    def _persist_consumer_offsets(self) -> Generator:
+    def _persist_consumer_offsets(self) -> Job:
         """``ConsumerOffsetManager.persist`` every flushConsumerOffsetInterval (5 s): consumerOffset.json."""
         self.disk.consumer_offsets = dict(self.consumer_offsets)
         return
@@ -346,7 +345,7 @@ class BrokerNode(Actor):
                 self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR))
                 return
             cq = self.store.consume_queues.get(qid, {})
-            got = []
+            got: list[list[Any]] = []
             while start + len(got) in cq and len(got) < PULL_BATCH:
                 d = cq[start + len(got)]
                 got.append([d.key, d.offset, d.size, d.qoff])

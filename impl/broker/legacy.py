@@ -7,14 +7,13 @@ automatic failover: a dead master stops writes until it restarts.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from ..codes import BrokerRole, PutMessageStatus, RequestCode, ResponseCode
 from ..config import BrokerConfig, MessageStoreConfig
 from ..ha.legacy import LegacyClient, LegacyConnection
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Periodic, response_to
+from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Job, Periodic, response_to
 from ..store.commitlog import MessageStore
 from ..store.disk import BrokerDisk
 
@@ -53,7 +52,7 @@ class LegacyBrokerNode(Actor):
         if self.client is not None:
             self.client.start()
 
-    def _register(self) -> Generator:
+    def _register(self) -> Job:
         header = {"clusterName": self.broker_cfg.cluster_name, "brokerAddr": self.address,
                   "brokerName": self.broker_cfg.broker_name, "brokerId": self.broker_id,
                   "haServerAddr": self.ha_address, "stateVersion": 0}

@@ -25,7 +25,7 @@ has applied, and it stops serving when a higher term deposes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +34,7 @@ from ..codes import RequestCode, ResponseCode
 from ..config import ControllerConfig
 from ..observations import CtlApply
 from ..rng import DetRng
-from ..runtime import Actor, Await, Command, Executor, Future, Periodic, response_to
+from ..runtime import Actor, Await, Command, Executor, Future, Job, Periodic, response_to
 from .elect_policy import ElectionFailed, ElectPolicy
 from .heartbeat import BrokerHeartbeatManager, Identity
 from .jraft import LIVENESS_OPS, RaftLiveTable, execute, request
@@ -42,7 +42,7 @@ from .log import LogEntry
 from .raft import LEADER, RaftState, Replication
 from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager, RequestEntry
 
-_RAFT = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
+_RAFT: dict[int, str] = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
          RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply"}
 WAIT_TIMEOUT_OUT = 5000  # ControllerRequestProcessor.WAIT_TIMEOUT_OUT (s -> ms)
 TRIGGER_WAIT = 3000  # ControllerManager.triggerElectMaster: future.get(3, SECONDS)
@@ -110,7 +110,7 @@ class ControllerNode(Actor):
             return
         self.spawn("RoleChangeHandler", self._become_leader())
 
-    def _become_leader(self) -> Generator:
+    def _become_leader(self) -> Job:
         # RoleChangeHandler.handle(LEADER): an empty entry must commit before serving
         term = self.repl.state.term if self.repl is not None else None
         while True:
@@ -124,7 +124,7 @@ class ControllerNode(Actor):
             return
         self.leader = True
         if self.repl is not None:
-            self.emit({"k": "ctl.leader", "node": self.name, "term": term})
+            self.emit({"k": "ctl.leader", "node": self.name, "term": self.repl.state.term})
         else:
             self.emit({"k": "ctl.leader", "node": self.name})
         interval = self.cfg.scan_inactive_master_interval
@@ -275,7 +275,7 @@ class ControllerNode(Actor):
         return fut
 
     def _run_event(self, name: str, supplier: Callable[[], ControllerResult], is_write: bool,
-                   ctx: dict[str, Any], fut: Future) -> Generator:
+                   ctx: dict[str, Any], fut: Future) -> Job:
         if B.FIX_VALIDATE_AFTER_COMMIT in self.bugs:
             while self.disk.entries and (not self.disk.entries[-1].committed
                                          or (self.repl is not None and self.applied < self.repl.commit)):
@@ -342,7 +342,7 @@ class ControllerNode(Actor):
         fut = self._jraft_request(src, cmd) if self.jraft else handler(src, cmd)
         self.spawn(f"processor-{cmd.opaque}", self._process(src, cmd, fut))
 
-    def _process(self, src: str, cmd: Command, fut: Future) -> Generator:
+    def _process(self, src: str, cmd: Command, fut: Future) -> Job:
         result: ControllerResult | None = yield Await(fut, WAIT_TIMEOUT_OUT)
         if result is None:
             self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR, remark="controller request failed"))
@@ -488,16 +488,17 @@ class ControllerNode(Actor):
 
     def on_channel_closed(self, peer: str) -> None:
         if self.jraft:
-            ident = self.channels.get(peer)
-            if ident is None:
+            found = self.channels.get(peer)
+            if found is None:
                 return
-            fut = self._jraft_propose("closeChannel", {"clusterName": ident[0], "brokerName": ident[1],
-                                                       "brokerId": ident[2]})
+            known = found
+            fut = self._jraft_propose("closeChannel", {"clusterName": known[0], "brokerName": known[1],
+                                                       "brokerId": known[2]})
 
             def closed(result: ControllerResult | None) -> None:  # onBrokerChannelClose: SUCCESS, then inactive
                 if result is not None and result.code == ResponseCode.SUCCESS:
                     self.channels.pop(peer, None)
-                    self.on_broker_inactive(*ident)
+                    self.on_broker_inactive(*known)
 
             fut.add_done_callback(closed)
             return
@@ -505,13 +506,13 @@ class ControllerNode(Actor):
         if ident is not None:
             self.on_broker_inactive(*ident)
 
-    def _scan_not_active_broker(self) -> Generator:
+    def _scan_not_active_broker(self) -> Job:
         for ident in self.heartbeats.scan_not_active_broker(self.now):
             self.on_broker_inactive(*ident)
         return
         yield  # pragma: no cover - makes this a generator
 
-    def _jraft_scan(self) -> Generator:
+    def _jraft_scan(self) -> Job:
         """``RaftBrokerHeartBeatManager.scanNotActiveBroker``: a CHECK_NOT_ACTIVE_BROKER_REQUEST entry."""
         if not self.leader:
             return
@@ -527,7 +528,7 @@ class ControllerNode(Actor):
                     break
             self.on_broker_inactive(cluster, name, bid)
 
-    def _scan_inactive_master_and_trigger_reelect(self) -> Generator:
+    def _scan_inactive_master_and_trigger_reelect(self) -> Job:
         if self.leader:
             for name in self.rim.scan_need_reelect_broker_sets(self._alive):
                 self.on_broker_inactive(None, name, None)
@@ -554,7 +555,7 @@ class ControllerNode(Actor):
 
         fut.add_done_callback(done)
 
-    def _trigger_elect_master(self, broker_name: str) -> Generator:
+    def _trigger_elect_master(self, broker_name: str) -> Job:
         for _ in range(self.cfg.elect_master_max_retry_count):
             fut = self.elect_master(broker_name, -1, False, "")
             result: ControllerResult | None = yield Await(fut, TRIGGER_WAIT)

@@ -63,7 +63,7 @@ class Replication:
         self.node = node
         self.peers = [p for p in peers if p != node.name]
         self.quorum = len(peers) // 2 + 1
-        self.state: RaftState = node.disk.raft  # type: ignore[attr-defined]
+        self.state: RaftState = node.disk.raft
         self.role = FOLLOWER
         self.leader_id: str | None = None
         self.commit = 0  # entries known committed

@@ -31,6 +31,14 @@ from typing import Any
 
 from .. import bugs as B
 from ..codes import FIRST_BROKER_CONTROLLER_ID, ResponseCode
+from ..wire import (
+    AlterSyncStateSetRecord,
+    ApplyBrokerIdRecord,
+    CleanBrokerDataRecord,
+    ElectMasterRecord,
+    RequestRecord,
+    UpdateBrokerAddressRecord,
+)
 from .elect_policy import ElectPolicy
 
 AlivePredicate = Callable[[str, str, int], bool]
@@ -116,7 +124,7 @@ class AlterSyncStateSetEvent:
     new_sync_state_set: frozenset[int]
     type_id = 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AlterSyncStateSetRecord:
         return {"type": "AlterSyncStateSet", "brokerName": self.broker_name,
                 "newSyncStateSet": sorted(self.new_sync_state_set)}
 
@@ -130,7 +138,7 @@ class ApplyBrokerIdEvent:
     register_check_code: str
     type_id = 2
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ApplyBrokerIdRecord:
         return {"type": "ApplyBrokerId", "clusterName": self.cluster_name, "brokerName": self.broker_name,
                 "brokerAddress": self.broker_address, "newBrokerId": self.new_broker_id,
                 "registerCheckCode": self.register_check_code}
@@ -143,7 +151,7 @@ class ElectMasterEvent:
     new_master_broker_id: int | None = None
     type_id = 3
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ElectMasterRecord:
         return {"type": "ElectMaster", "newMasterElected": self.new_master_elected,
                 "brokerName": self.broker_name, "newMasterBrokerId": self.new_master_broker_id}
 
@@ -154,7 +162,7 @@ class CleanBrokerDataEvent:
     broker_id_set_to_clean: frozenset[int] | None
     type_id = 5
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CleanBrokerDataRecord:
         ids = None if self.broker_id_set_to_clean is None else sorted(self.broker_id_set_to_clean)
         return {"type": "CleanBrokerData", "brokerName": self.broker_name, "brokerIdSetToClean": ids}
 
@@ -167,7 +175,7 @@ class UpdateBrokerAddressEvent:
     broker_id: int
     type_id = 6
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> UpdateBrokerAddressRecord:
         return {"type": "UpdateBrokerAddress", "clusterName": self.cluster_name, "brokerName": self.broker_name,
                 "brokerAddress": self.broker_address, "brokerId": self.broker_id}
 
@@ -191,7 +199,7 @@ class RequestEntry:
     def broker_name(self) -> str:
         return str(dict(self.args).get("brokerName", ""))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RequestRecord:
         return {"type": "Request", "op": self.op, "args": dict(self.args), "stamp": self.stamp}
 
 
@@ -258,8 +266,8 @@ class ReplicasInfoManager:
 
     # -------------------------------------------------------------------------------- operations
 
-    def alter_sync_state_set(self, broker_name: str, master_broker_id: int | None, master_epoch: int,
-                             new_sync_state_set: Iterable[int], sync_state_set_epoch: int,
+    def alter_sync_state_set(self, broker_name: str, master_broker_id: int | None, master_epoch: int | None,
+                             new_sync_state_set: Iterable[int], sync_state_set_epoch: int | None,
                              alive: AlivePredicate) -> ControllerResult:
         """``alterSyncStateSet``: checks 1-7 of digest §b.5, in order."""
         result = ControllerResult()
@@ -414,7 +422,8 @@ class ReplicasInfoManager:
                 continue
             info = self.sync_state_set_info_table[name]
             replicas = self.replica_info_table[name]
-            in_sync, not_in_sync = [], []
+            in_sync: list[dict[str, Any]] = []
+            not_in_sync: list[dict[str, Any]] = []
             for bid, addr in replicas.broker_id_table().items():
                 ident = {"brokerName": name, "brokerId": bid, "brokerAddress": addr,
                          "alive": alive(replicas.cluster_name, name, bid)}
@@ -510,10 +519,10 @@ class ReplicasInfoManager:
             if not info.sync_state_set:
                 del self.sync_state_set_info_table[event.broker_name]
         elif isinstance(event, UpdateBrokerAddressEvent):
-            replicas = self.replica_info_table.get(event.broker_name)
-            if replicas is None:  # RocketMQ would throw an NPE here (digest §a.3); the entry is dropped
+            known = self.replica_info_table.get(event.broker_name)
+            if known is None:  # RocketMQ would throw an NPE here (digest §a.3); the entry is dropped
                 return
-            replicas.update_broker_address(event.broker_id, event.broker_address)
+            known.update_broker_address(event.broker_id, event.broker_address)
         else:  # pragma: no cover
             raise TypeError(f"not a controller event: {event!r}")
 

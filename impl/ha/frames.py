@@ -151,7 +151,8 @@ class MasterFrameDecoder:
         state, body_size, offset, _ = _M_HANDSHAKE.unpack_from(self.buf, 0)
         if state != TRANSFER or len(self.buf) >= MASTER_TRANSFER_SIZE + body_size:
             return None
-        return offset + body_size
+        end: int = offset + body_size
+        return end
 
     def feed(self, data: bytes) -> list[MasterFrame]:
         self.buf += data
@@ -167,7 +168,7 @@ class MasterFrameDecoder:
                     break
                 entries = tuple(_ENTRY.unpack_from(self.buf, MASTER_HANDSHAKE_SIZE + i * EPOCH_ENTRY_SIZE)
                                 for i in range(body_size // EPOCH_ENTRY_SIZE))
-                out.append(MasterHandshake(offset, epoch, entries))  # type: ignore[arg-type]
+                out.append(MasterHandshake(offset, epoch, entries))
                 del self.buf[:MASTER_HANDSHAKE_SIZE + body_size]
             elif state == TRANSFER:
                 if len(self.buf) < MASTER_TRANSFER_SIZE + body_size:

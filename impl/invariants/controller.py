@@ -24,12 +24,12 @@ def apply_prefix(ctx: Context, obs: CtlApply | CtlResult) -> Violated | None:
     """Every controller node applies the same entries in the same order: what a node applies at an index is what
     every other node applied there."""
     if obs["k"] == "ctl.result":  # a JRaft node's answer to a logged request: every node computes the same one
-        key = (obs["term"], obs["op"], obs["code"], json.dumps(obs["event"], sort_keys=True))
-        had = ctx.applied_results.setdefault(obs["index"], (key, obs["node"]))
-        if had[0] != key:
+        answer = (obs["term"], obs["op"], obs["code"], json.dumps(obs["event"], sort_keys=True))
+        first = ctx.applied_results.setdefault(obs["index"], (answer, obs["node"]))
+        if first[0] != answer:
             return violated(f"{obs['node']} computed at index {obs['index']} {obs['op']} -> code {obs['code']}, "
-                            f"event {key[3]}; {had[1]} computed code {had[0][2]}, event {had[0][3]} from the same "
-                            "entry", obs=obs)
+                            f"event {answer[3]}; {first[1]} computed code {first[0][2]}, event {first[0][3]} from the "
+                            "same entry", obs=obs)
         return None
     if ctx.apply_had is None or ctx.apply_key is None:  # a single controller: one apply per entry
         return None
@@ -85,10 +85,11 @@ def epoch_mono(ctx: Context, obs: CtlApply | None = None) -> Violated | None:
 def one_master_per_epoch(ctx: Context, obs: CtlApply) -> Violated | None:
     """For each broker set and masterEpoch, the controller records at most one master."""
     ev, after = obs["event"], obs["after"]
-    if not ctx.apply_first or ev["type"] != "ElectMaster" or after is None or after.get("masterEpoch") is None:
+    me = after.get("masterEpoch") if after is not None else None
+    if not ctx.apply_first or ev["type"] != "ElectMaster" or after is None or me is None:
         return None
     name = ev.get("brokerName", "")
-    key = (name, ctx.set_incarnation.get(name, 0), after["masterEpoch"])
+    key = (name, ctx.set_incarnation.get(name, 0), me)
     master = after["master"]
     had = ctx.epoch_masters.setdefault(key, master)
     ctx.epoch_masters[key] = master

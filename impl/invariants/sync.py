@@ -124,6 +124,7 @@ def sss_holds_acked(ctx: Context) -> Violated | None:
             continue
         node = world.broker(name)
         disk = world.disks[name]
+        gen: tuple[int | None, ...]
         if node is not None:
             keys, gen = node.store.commitlog.keys, (world.inc[name], disk.generation)
         else:

@@ -6,7 +6,6 @@ checks never see the driver itself: not its heap, its network, its fault generat
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from ..broker.broker import BrokerNode
@@ -67,6 +66,6 @@ class ClusterView(Protocol):
         """The accepting (master) side of HA connection ``conn``."""
         ...
 
-    def fail(self, invariant: str, message: str, state: Mapping[str, Any] | None = None) -> None:
+    def fail(self, invariant: str, message: str, state: dict[str, Any] | None = None) -> None:
         """Record a violation (the first one of a run stops it)."""
         ...

@@ -23,7 +23,8 @@ harness settings (``impl/sim/config.py``) and the generator read one list.
 
 from __future__ import annotations
 
-from typing import Literal, NotRequired, TypedDict, get_args
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
 
 
 class _Base(TypedDict):
@@ -168,6 +169,17 @@ Do = Literal["crash", "restart", "partition", "heal", "pause", "resume", "break-
 """The primitives' names (``Action``'s ``do``)."""
 
 PRIMITIVES: tuple[str, ...] = get_args(Do)
+
+
+def as_actions(items: Iterable[Mapping[str, Any]]) -> list[Action]:
+    """Records with the shape of actions (a trace's own, a mutant's, a schedule file's that ``validate_actions``
+    checked) as actions: the same records, no copy, no check."""
+    return [cast(Action, a) for a in items]
+
+
+def without_release(a: Action) -> Action:
+    """The action as an explicit schedule holds it: without the generator's ``release`` bookkeeping."""
+    return cast(Action, {k: v for k, v in a.items() if k != "release"})
 
 # Actions that undo a perturbation (the follow-ups the generator schedules).
 FOLLOW_UPS: tuple[str, ...] = ("restart", "resume", "heal")

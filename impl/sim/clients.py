@@ -13,12 +13,11 @@ Each invocation and outcome is observed (``client.*``) so the checkers and the t
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from ..codes import RequestCode, ResponseCode
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, Periodic
+from ..runtime import Actor, Call, Command, Job, Periodic, Steps
 from .config import WorkloadConfig
 
 
@@ -53,7 +52,7 @@ class ProducerNode(Actor):
             self.spawn("send", self._send(key, body))
         return keys
 
-    def _send(self, key: str, body: int) -> Generator:
+    def _send(self, key: str, body: int) -> Job:
         if self.master is None:  # tryToFindTopicPublishInfo: no cached route, ask the nameserver now
             yield from self._fetch_route()
         target = self.master
@@ -82,14 +81,14 @@ class ProducerNode(Actor):
         if not self._refreshing:
             self.spawn("refreshRoute", self._refresh_route())
 
-    def _refresh_route(self) -> Generator:
+    def _refresh_route(self) -> Job:
         if self._refreshing:
             return
         self._refreshing = True
         yield from self._fetch_route()
         self._refreshing = False
 
-    def _fetch_route(self) -> Generator:
+    def _fetch_route(self) -> Job:
         resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
                                                    {"brokerName": self.broker_name}), 3000)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
@@ -120,7 +119,7 @@ class ConsumerNode(Actor):
             if self.cfg.queues:  # MQClientInstance.persistAllConsumerOffset every persistConsumerOffsetInterval
                 Periodic(self, "persistConsumerOffset", 5000, 5000, self._commit_offsets)
 
-    def _route(self) -> Generator:
+    def _route(self) -> Job:
         resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
                                                    {"brokerName": self.broker_name}), 3000)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
@@ -128,7 +127,7 @@ class ConsumerNode(Actor):
             self.master = addr.split(":")[0] if addr else None
             self.read_queues = int(resp.header.get("readQueueNums", 0))
 
-    def _pull(self) -> Generator:
+    def _pull(self) -> Job:
         target = self.master
         if target is None:
             yield from self._route()
@@ -148,7 +147,7 @@ class ConsumerNode(Actor):
                        "confirm": confirm})
         self.queue_offset = resp.header.get("nextQueueOffset", self.queue_offset)
 
-    def _pull_queue(self, target: str) -> Generator:
+    def _pull_queue(self, target: str) -> Job:
         """``DefaultMQPushConsumer`` over several queues: one pull per tick, the queues in turn, each from its own
         next offset (``PullAPIWrapper``: nextBeginOffset)."""
         n = self.read_queues or self.cfg.queues  # the rebalance gives the one consumer every readable queue
@@ -172,7 +171,7 @@ class ConsumerNode(Actor):
                        "confirm": confirm, "queueId": qid, "queueOffset": qoff})
         self.queue_offsets[qid] = resp.header.get("nextQueueOffset", start)
 
-    def _query_offset(self, target: str, qid: int) -> Generator[Any, Any, int | None]:
+    def _query_offset(self, target: str, qid: int) -> Steps[int | None]:
         """The group's committed offset (QUERY_CONSUMER_OFFSET); QUERY_NOT_FOUND under CONSUME_FROM_LAST_OFFSET:
         the queue's max offset (GET_MAX_OFFSET). None: no answer, try at the next pull."""
         header = {"group": GROUP, "queueId": qid}
@@ -184,7 +183,7 @@ class ConsumerNode(Actor):
         resp = yield Call(target, Command(RequestCode.GET_MAX_OFFSET, 0, {"queueId": qid}), 3000)
         return int(resp.header["offset"]) if resp is not None and resp.code == ResponseCode.SUCCESS else None
 
-    def _commit_offsets(self) -> Generator:
+    def _commit_offsets(self) -> Job:
         """RemoteBrokerOffsetStore.persistAll: each queue's offset to the master (updateConsumeOffsetToBroker)."""
         if self.master is not None:
             for qid, offset in sorted(self.queue_offsets.items()):
@@ -211,7 +210,7 @@ class AdminNode(Actor):
         """A broker admin call (``mqadmin updateTopic``): the answer is observed like a controller call's."""
         self.spawn("admin", self._call(code, header, None, broker))
 
-    def _call(self, code: RequestCode, header: dict[str, Any], body: Any, to: str | None = None) -> Generator:
+    def _call(self, code: RequestCode, header: dict[str, Any], body: Any, to: str | None = None) -> Job:
         resp = yield Call(to or self.controller, Command(code, 0, header, body), 5000)
         self.emit({"k": "admin.result", "code": int(code), "request": header,
                    "response": None if resp is None else {"code": int(resp.code), "header": resp.header}})

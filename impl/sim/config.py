@@ -149,12 +149,15 @@ def section_dict(obj: Any) -> dict[str, Any] | None:
     return None
 
 
-def _key(f: dataclasses.Field) -> str:
-    return f.metadata.get("java", f.name)
+def _key(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("java", f.name))
 
 
-def _default(f: dataclasses.Field) -> Any:
-    return f.default if f.default is not dataclasses.MISSING else f.default_factory()  # type: ignore[misc]
+def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    assert f.default_factory is not dataclasses.MISSING  # every setting has a default or a factory (_java, _sim)
+    return f.default_factory()
 
 
 def _copy(v: Any) -> Any:
@@ -241,7 +244,7 @@ def config_from_dict(data: dict[str, Any], base: Config | None = None) -> Config
     return cfg
 
 
-def _coerce(sec: str, key: str, f: dataclasses.Field, value: Any) -> Any:
+def _coerce(sec: str, key: str, f: dataclasses.Field[Any], value: Any) -> Any:
     default = _default(f)
     where = f"[{sec}] {key}"
     if isinstance(default, bool):

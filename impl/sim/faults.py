@@ -12,10 +12,10 @@ is never bounded: every crash restarts and every partition heals.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ..rng import DetRng
-from .actions import DEFAULT_WEIGHTS, FAULT_KINDS, PRIMITIVES, Action
+from .actions import DEFAULT_WEIGHTS, FAULT_KINDS, PRIMITIVES, Action, Restart, without_release
 from .config import FaultConfig
 
 
@@ -121,7 +121,7 @@ class FaultGenerator:
                 return []
             target = rng.choice(free)
             self.busy.add(target)
-            restart = {"t": self._restart_at(now), "do": "restart", "node": target, "release": [target]}
+            restart: Restart = {"t": self._restart_at(now), "do": "restart", "node": target, "release": [target]}
             if kind == "stop-broker":
                 return [{"t": now, "do": "stop", "node": target}, restart]
             file = "epoch" if kind == "lose-epoch-file" else "checkpoint"
@@ -214,10 +214,9 @@ class FaultGenerator:
         if kind == "expand-queues":
             return [{"t": now, "do": "expand-queues", "by": 2}]
         if kind == "admin-elect":
-            ids = [world.broker_id(b) for b in world.brokers]
-            ids = [i for i in ids if i is not None]
-            target = rng.choice(ids) if ids and rng.chance(0.8) else None
-            return [{"t": now, "do": "admin-elect", "brokerId": target}]
+            ids = [i for i in (world.broker_id(b) for b in world.brokers) if i is not None]
+            designate = rng.choice(ids) if ids and rng.chance(0.8) else None
+            return [{"t": now, "do": "admin-elect", "brokerId": designate}]
         raise ValueError(f"unknown fault kind {kind}")  # pragma: no cover
 
     def release(self, nodes: list[str]) -> None:
@@ -230,7 +229,7 @@ def explicit_from_trace(lines: list[dict[str, Any]]) -> list[Action]:
     for line in lines:
         act = line.get("act")
         if act is not None:
-            out.append({k: v for k, v in act.items() if k != "release"})
+            out.append(without_release(cast(Action, act)))  # the trace's own record of an action it took
     return out
 
 

@@ -15,6 +15,9 @@ Rules (``namesrv/.../routeinfo/RouteInfoManager.java``):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .. import bugs as B
 from ..codes import MASTER_ID, RequestCode, ResponseCode
 from ..rng import DetRng
@@ -50,7 +53,7 @@ class NameServerNode(Actor):
         elif not cmd.oneway:
             self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
 
-    def _register(self, src: str, h: dict) -> dict:
+    def _register(self, src: str, h: Mapping[str, Any]) -> dict[str, Any]:
         name, addr, bid, version = h["brokerName"], h["brokerAddr"], h["brokerId"], h.get("stateVersion", 0)
         claims = self.master_claims.setdefault(name, {})
         if bid == MASTER_ID:
@@ -77,7 +80,7 @@ class NameServerNode(Actor):
         if tc is not None:
             self.topic_versions[addr] = tc["version"]
         self.emit({"k": "ns.register", "brokerName": name, "brokerId": bid, "addr": addr, "version": version})
-        result: dict = {}
+        result: dict[str, Any] = {}
         if bid != MASTER_ID:
             master = addrs.get(MASTER_ID)
             if master is not None and master in self.live:

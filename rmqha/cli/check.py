@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
-from rmqha.spec import speccheck
+from rmqha.spec import SPEC_DIR, speccheck
 
 from .common import Handler
 from .doctor import java_status
@@ -86,7 +86,7 @@ def cmd_check(args: argparse.Namespace, out: Console) -> int:
             if r["status"] != "error":
                 manifest["configs"][r["config"]]["measured"] = {
                     k: r[k] for k in ("distinct", "generated", "depth", "seconds")} | {"workers": workers}
-        (speccheck.SPEC_DIR / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        (SPEC_DIR / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     if args.json:
         print(json.dumps(results, indent=2))
     return 0 if all(r["ok"] for r in results) else 1

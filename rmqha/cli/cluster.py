@@ -130,10 +130,10 @@ def cmd_cluster(args: argparse.Namespace, out: Console) -> int:
         elif args.cluster_cmd == "partition":
             a = args.nodes.split(",")
             b = args.others.split(",") if args.others else [n for n in spec.nodes if n not in a]
-            pid = args.id or f"p{len(C.proxy_call(spec, {'op': 'status'})['partitions']) + 1}"
+            part = args.id or f"p{len(C.proxy_call(spec, {'op': 'status'})['partitions']) + 1}"
             links = C.links(spec, a, b, args.one_way)
-            C.proxy_call(spec, {"op": "partition", "id": pid, "links": links})
-            out.print(f"partition {pid}: {len(links)} links cut ({'one way' if args.one_way else 'both ways'})")
+            C.proxy_call(spec, {"op": "partition", "id": part, "links": links})
+            out.print(f"partition {part}: {len(links)} links cut ({'one way' if args.one_way else 'both ways'})")
         elif args.cluster_cmd == "heal":
             left = C.proxy_call(spec, {"op": "heal", "id": args.id})["partitions"]
             out.print(f"healed; partitions left: {', '.join(left) or 'none'}")
@@ -158,15 +158,14 @@ def status_table(spec: ClusterSpec) -> Table:
         t.add_column(col)
     for n in spec.nodes:
         pid = pids.get(n)
-        up = pid is not None and C.alive(pid)
-        state = "down" if not up else "paused" if C.paused(pid) else "up"
+        state = "down" if pid is None or not C.alive(pid) else "paused" if C.paused(pid) else "up"
         st = C.query(spec, n, 0.5) if state == "up" else None
         if state == "up" and st is None:
             state = "no answer"
         st = st or {}
         role, sss, epoch, ident = st.get("role", ""), st.get("sss", ""), st.get("masterEpoch", ""), st.get("id", "")
         if "sets" in st:
-            info = next(iter(st["sets"].values()), {})
+            info: dict[str, Any] = next(iter(st["sets"].values()), {})
             role = "leader" if st.get("leader") else "follower"
             ident, epoch, sss = f"master {info.get('master')}", info.get("masterEpoch", ""), info.get("sss", "")
         style = {"MASTER": "bold green", "SLAVE": "cyan"}.get(role, "")

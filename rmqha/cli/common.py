@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
 from rich.console import Console
@@ -61,7 +61,7 @@ def seed_range(text: str) -> list[int]:
     return list(range(lo, hi + 1))
 
 
-def violation_line(v: dict[str, Any] | None) -> str:
+def violation_line(v: Mapping[str, Any] | None) -> str:
     if v is None:
         return "no violation"
     return f"{v['invariant']} at step {v['step']} (t={v['t'] / 1000:.1f}s): {v['message']}"

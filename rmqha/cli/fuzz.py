@@ -67,7 +67,8 @@ def register(sub: Any) -> dict[str, Handler]:
     return {"fuzz": cmd_fuzz}
 
 
-def _config(path: str | None, profile: str | None, names: list[str]) -> tuple[dict[str, Any], str, dict | None]:
+def _config(path: str | None, profile: str | None,
+            names: list[str]) -> tuple[dict[str, Any], str, dict[str, Any] | None]:
     """The run config (profile, file, expected-loss settings) as a dict, its profile, and the [fuzz] table."""
     cfg, profile, tables = load_config_aside(path, profile, ("fuzz",))
     cfg = config_from_dict(B.config_overlay(names), cfg)

@@ -59,8 +59,9 @@ def cmd_bugs(args: argparse.Namespace, out: Console) -> int:
 
 
 def cmd_findings(args: argparse.Namespace, out: Console) -> int:
-    rows = [{"id": f.id, "title": f.title, "invariants": list(f.invariants), "fix": f.fix, "where": f.where,
-             "reference": f.reference, "doc": f"docs/findings/{f.id}.md"} for f in FINDINGS.values()]
+    rows: list[dict[str, Any]] = [
+        {"id": f.id, "title": f.title, "invariants": list(f.invariants), "fix": f.fix, "where": f.where,
+         "reference": f.reference, "doc": f"docs/findings/{f.id}.md"} for f in FINDINGS.values()]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

@@ -22,6 +22,7 @@ from rich.table import Table
 from rmqha.impl.findings import classify
 from rmqha.impl.sim.config import PROFILES, Config, config_from_dict
 from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
+from rmqha.impl.trace import ViolationRecord
 
 from .common import DEFAULT_STEPS, Handler, apply_configs, bug_list, seed_range, violation_line
 from .files import UserError, load_config, write_text
@@ -96,7 +97,7 @@ def _seed_job(payload: dict[str, Any]) -> dict[str, Any]:
         header = header_for(cfg, payload["seed"], payload["steps"], payload["bugs"], None, payload["max_time"],
                             payload["profile"])
         if payload["triage"]:
-            def rerun(h: dict[str, Any]) -> dict[str, Any] | None:
+            def rerun(h: dict[str, Any]) -> ViolationRecord | None:
                 again = run_header(h, keep=False)
                 return again.violation.to_dict() if again.violation else None
 

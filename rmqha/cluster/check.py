@@ -107,10 +107,10 @@ def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict
     for e in seen:
         if "queueId" not in e:
             continue
-        pos = (e["queueId"], e["queueOffset"])
-        had = where.setdefault(pos, e["key"])
+        position = (e["queueId"], e["queueOffset"])
+        had = where.setdefault(position, e["key"])
         if had != e["key"]:
-            v.fail("CLI-QUEUE-POSITION-STABLE", f"queue {pos[0]} offset {pos[1]} was read as {had} and as "
+            v.fail("CLI-QUEUE-POSITION-STABLE", f"queue {position[0]} offset {position[1]} was read as {had} and as "
                    f"{e['key']}", t=e["t"])
             break
     masters: dict[int, str] = {}
@@ -187,7 +187,7 @@ def merged_trace(spec: ClusterSpec, events: list[dict[str, Any]], faults: list[d
     observations as ``real`` lines. It is a record, not a replayable run: its header says ``"mode": "real"``."""
     rec = TraceRecorder({"seed": spec.seed, "maxSteps": 0, "maxTime": None, "bugs": spec.bugs, "profile": "cluster",
                          "config": spec.config, "faults": {"mode": "real", "events": faults}})
-    merged = [(f["t"], 0, {"ev": "act", "act": f}) for f in faults] + \
+    merged: list[tuple[int, int, dict[str, Any]]] = [(f["t"], 0, {"ev": "act", "act": f}) for f in faults] + \
              [(e["t"], 1, {"ev": "real", "node": e["n"], "obs": [_obs(e)]}) for e in events]
     merged.sort(key=lambda x: (x[0], x[1]))
     for i, (t, _, line) in enumerate(merged, 1):

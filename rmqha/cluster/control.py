@@ -21,7 +21,7 @@ from . import wire
 from .spec import HOST, RUN_FILE, ClusterSpec, create, load
 
 PIDS = "pids.json"
-_children: dict[int, subprocess.Popen] = {}  # processes this Python process started (reaped here)
+_children: dict[int, subprocess.Popen[bytes]] = {}  # processes this Python process started (reaped here)
 
 
 class ClusterError(RuntimeError):
@@ -182,7 +182,8 @@ def _request(port: int, frames: bytes, timeout: float) -> dict[str, Any] | None:
             n = int.from_bytes(head, "big")
             if n > wire.MAX_FRAME:
                 return None
-            return json.loads(_recv(s, n))
+            answer: dict[str, Any] | None = json.loads(_recv(s, n))
+            return answer
     except (OSError, ValueError):
         return None
 

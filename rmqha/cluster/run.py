@@ -82,7 +82,7 @@ def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> d
         for e in history:
             f.write(json.dumps(e, sort_keys=True) + "\n")
     (spec.dir / "trace.jsonl").write_text(merged_trace(spec, events, nem.events, verdict), encoding="utf-8")
-    result = {"valid": verdict.valid, "violations": verdict.violations, "counts": verdict.counts,
+    result: dict[str, Any] = {"valid": verdict.valid, "violations": verdict.violations, "counts": verdict.counts,
               "finalMaster": verdict.final_master, "notes": verdict.notes, "failovers": fo, "faults": nem.events,
               "final": final, "profile": opts.profile, "bugs": sorted(opts.bugs), "duration": opts.duration,
               "recipes": list(opts.faults), "wallSeconds": round(time.monotonic() - t_begin, 1),

@@ -127,7 +127,7 @@ def _rows(spans: list[dict[str, Any]]) -> list[int]:
 
 def timeline_svg(d: dict[str, Any]) -> str:
     brokers = d["brokers"]
-    end = d["end"]
+    end: int = d["end"]
     lane, gap = 26, 10
     top = 24
     parts = [f for f in d["faults"] if f["do"] == "partition"]
@@ -178,11 +178,11 @@ def timeline_svg(d: dict[str, Any]) -> str:
             out.append(f'<line x1="{x(f["t"]):.1f}" y1="{ticks_y}" x2="{x(f["t"]):.1f}" y2="{ticks_y + 18}" '
                        f'stroke="#6d4c41" stroke-width="2"><title>{escape(label)} at {f["t"] / 1000:.3f}s</title>'
                        '</line>')
-            row = next((r for r, end in enumerate(label_ends) if end < x(f["t"])), None)
-            if row is not None:
-                label_ends[row] = x(f["t"]) + 5 * len(label) + 4
+            slot = next((r for r, label_end in enumerate(label_ends) if label_end < x(f["t"])), None)
+            if slot is not None:
+                label_ends[slot] = x(f["t"]) + 5 * len(label) + 4
                 anchor = "end" if x(f["t"]) + 5 * len(label) > W else "start"
-                out.append(f'<text x="{x(f["t"]) + 2:.1f}" y="{ticks_y + 26 + 10 * row}" font-size="9" '
+                out.append(f'<text x="{x(f["t"]) + 2:.1f}" y="{ticks_y + 26 + 10 * slot}" font-size="9" '
                            f'text-anchor="{anchor}">{escape(label)}</text>')
     top_end = max([v for b in brokers for _, v in d["ends"][b]] + [1])
     out.append(f'<text x="{LEFT - 8}" y="{chart_y + 10}" text-anchor="end">log end</text>')
