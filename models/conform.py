@@ -59,7 +59,7 @@ from rmqha.impl.sim.config import ConfigError, config_from_dict
 from rmqha.impl.sim.world import Simulation, Violation
 
 from . import controller_mode as M
-from .controller_mode import NONE, ModelConfig, State
+from .controller_mode import NONE, Label, ModelConfig, State
 
 FIX_CONSTANTS = {
     B.FIX_UNION_KEEPS_ALL_PROPOSALS: "FixUnionKeepsAllProposals",
@@ -134,7 +134,12 @@ def model_config(header: dict[str, Any]) -> ModelConfig:
                        AllAck=bool(cfg["store"]["allAckInSyncStateSet"]), **fixes)
 
 
-def _label(label: tuple[Any, ...]) -> str:
+def _log_of(n: int) -> tuple[tuple[int, int], ...]:
+    """A log of ``n`` entries for the model, where only its length is read: a range stands in for the entries."""
+    return range(n)  # type: ignore[return-value]  # a Sequence of the right length is all the model reads here
+
+
+def _label(label: Label) -> str:
     return str(label[0]) + ("(" + ", ".join(str(x) for x in label[1:]) + ")" if len(label) > 1 else "")
 
 
@@ -192,8 +197,7 @@ class Validator:
         return State(
             ctlMaster=a["ctlMaster"], ctlME=a["ctlME"], ctlSSS=a["ctlSSS"], ctlSE=a["ctlSE"],
             registered=a["registered"], reqs=(), alive=a["alive"], reach=a["reach"], role=a["role"], bME=a["bME"],
-            # the model reads only the logs' lengths here: ranges stand in for the entries
-            bSE=a["bSE"], local=a["local"], remote=a["remote"], log=tuple(range(x) for x in a["log"]),  # type: ignore[misc]
+            bSE=a["bSE"], local=a["local"], remote=a["remote"], log=tuple(_log_of(x) for x in a["log"]),
             epochs=a["epochs"], flushed=a["flushed"], confirm=a["confirm"], conn=a["conn"], ack=a["ack"], sent=0,
             acked=0, pend=(), nCrash=0, nPart=0, nAdmin=0, nShrink=0)
 
@@ -275,7 +279,7 @@ class Validator:
             if do == "crash" and s.alive[b]:
                 self._took("Crash")
                 return M._crashed(s, self.cfg, b, bool(act.get("powerLoss")))._replace(
-                    log=M._set(s.log, b, range(post["log"][b])), flushed=M._set(s.flushed, b, post["flushed"][b]))
+                    log=M._set(s.log, b, _log_of(post["log"][b])), flushed=M._set(s.flushed, b, post["flushed"][b]))
             if do == "restart" and not s.alive[b]:
                 self._took("Restart")
                 return s._replace(alive=M._set(s.alive, b, True))
@@ -309,8 +313,7 @@ class Validator:
         _, ranks = self.basis.get(entry, ({}, {}))
         return self._validated_on(s, entry)._replace(
             epochs=tuple(((ranks[i][0], 0),) if i in ranks else () for i in range(self.n)),
-            # the model reads only the logs' lengths here: ranges stand in for the entries
-            log=tuple(range(max(0, ranks[i][1])) if i in ranks else range(0) for i in range(self.n)))  # type: ignore[misc]
+            log=tuple(_log_of(max(0, ranks[i][1])) if i in ranks else _log_of(0) for i in range(self.n)))
 
     def _elect(self, s: State, ob: Mapping[str, Any], ev: Mapping[str, Any], after: dict[str, Any],
                index: dict[Any, int]) -> State:
@@ -332,7 +335,7 @@ class Validator:
         if not ev.get("newMasterElected") and not any(e.alive[i] for i in M.members(e.registered)):
             self._ext("ElectOnInactive")  # onBrokerInactive -> triggerElectMaster: no scan for a live broker first
             return s._replace(ctlMaster=NONE, ctlME=after["ctlME"])
-        cands: list[tuple[tuple[Any, ...], State]] = list(M.controller_elect(e, self.cfg))
+        cands: list[tuple[Label, State]] = list(M.controller_elect(e, self.cfg))
         if requester in self.sim.brokers and e.ctlMaster == NONE and e.ctlME > 0:
             # BrokerElect: the requester reached the controller (its heartbeat may have lapsed: the guard's
             # "alive" is the request's arrival); the candidates are the model's, on the controller's liveness
@@ -401,7 +404,7 @@ class Validator:
         for o in mine:
             if o["k"] == "store.truncate-invalid":
                 self._ext("DropTornTail")
-                s = s._replace(log=M._set(s.log, b, range(o["at"])),
+                s = s._replace(log=M._set(s.log, b, _log_of(o["at"])),
                                epochs=M._set(s.epochs, b, M.truncate_suffix_by_offset(s.epochs[b], o["at"])))
         if role is not None and role.get("aborted"):
             # QUIRK-ROLE-NO-ID (ReplicasManager.changeToSlave): the epoch moves, the role change stops half way
@@ -471,7 +474,7 @@ class Validator:
                 n = p
             ep = M.truncate_suffix_by_offset(ep, p)
         self._took("Handshake")
-        return s._replace(log=M._set(s.log, b, range(n)), epochs=M._set(s.epochs, b, ep), conn=M._set(s.conn, b, m))
+        return s._replace(log=M._set(s.log, b, _log_of(n)), epochs=M._set(s.epochs, b, ep), conn=M._set(s.conn, b, m))
 
     def _transfer(self, s: State, ob: Mapping[str, Any]) -> None:
         """A batch [offset, offset+size) lies in one epoch entry of the master; its header names that entry (or,

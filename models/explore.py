@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .controller_mode import NONE, ModelConfig, State, initial, successors
+from .controller_mode import NONE, Label, ModelConfig, State, initial, successors
 from .properties import ACTION_PROPERTIES, INVARIANTS
 
 
@@ -95,7 +95,7 @@ class Symmetry:
 class Violation:
     name: str  # TLA+ operator name, e.g. SYNC_NO_ACK_LOSS
     kind: str  # "invariant" | "property"
-    trace: list[tuple[tuple[Any, ...] | None, State]]  # (label that led here, state); the first label is None
+    trace: list[tuple[Label | None, State]]  # (label that led here, state); the first label is None
 
 
 def _checks(invariants: Iterable[str] | None, properties: Iterable[str] | None) -> tuple[list[Any], list[Any]]:
@@ -133,7 +133,7 @@ def bfs(cfg: ModelConfig, *, symmetry: bool = True, invariants: Iterable[str] | 
     t0 = time.perf_counter()
     res = BFSResult()
     s0 = canon(initial(cfg))
-    parent: dict[int, tuple[int, tuple[Any, ...] | None]] = {hash(s0): (0, None)}
+    parent: dict[int, tuple[int, Label | None]] = {hash(s0): (0, None)}
     res.distinct = 1
     for name, inv in invs:
         if not inv(s0, cfg):
@@ -176,8 +176,8 @@ def bfs(cfg: ModelConfig, *, symmetry: bool = True, invariants: Iterable[str] | 
     return res
 
 
-def _trace(cfg: ModelConfig, parent: dict[int, tuple[int, tuple[Any, ...] | None]], fp: int,
-           canon: Callable[[State], State]) -> list[tuple[tuple[Any, ...] | None, State]]:
+def _trace(cfg: ModelConfig, parent: dict[int, tuple[int, Label | None]], fp: int,
+           canon: Callable[[State], State]) -> list[tuple[Label | None, State]]:
     """A concrete shortest trace to the state with fingerprint ``fp``: follow the parents back, then re-run
     forward from the initial state, at each step taking a successor in the next orbit."""
     chain = []
@@ -189,7 +189,7 @@ def _trace(cfg: ModelConfig, parent: dict[int, tuple[int, tuple[Any, ...] | None
         fp = p
     chain.reverse()
     s = initial(cfg)
-    out: list[tuple[tuple[Any, ...] | None, State]] = [(None, s)]
+    out: list[tuple[Label | None, State]] = [(None, s)]
     for target in chain[1:]:
         for label, t in successors(s, cfg):
             if hash(canon(t)) == target:
@@ -232,7 +232,7 @@ def random_walks(cfg: ModelConfig, *, seed: int, walks: int, depth: int, invaria
     last_report = t0
     for w in range(walks):
         s = initial(cfg)
-        path: list[tuple[tuple[Any, ...] | None, State]] = [(None, s)]
+        path: list[tuple[Label | None, State]] = [(None, s)]
         for _ in range(depth):
             succ = list(successors(s, cfg))
             if not succ:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from rmqha.impl.trace import canonical
-from rmqha.models.controller_mode import ModelConfig
+from rmqha.models.controller_mode import Label, ModelConfig
 from rmqha.models.explore import bfs, random_walks
 from rmqha.models.properties import ACTION_PROPERTIES, INVARIANTS
 from rmqha.models.trace_io import (
@@ -227,7 +227,7 @@ def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callabl
     return out
 
 
-def _labels(steps: list[tuple[tuple[Any, ...] | None, Any]]) -> list[list[Any] | None]:
+def _labels(steps: list[tuple[Label | None, Any]]) -> list[list[Any] | None]:
     """The action labels of (label, state) steps, as JSON."""
     return [list(lab) if lab else None for lab, _ in steps]
 

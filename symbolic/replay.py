@@ -106,7 +106,7 @@ def model_pre_state(w: Witness, n: int, cfg: M.ModelConfig) -> M.State:
                                    alive=tuple(i in w.env.alive for i in ids(n)), reqs=reqs)
 
 
-def _model_successors(w: Witness, s: M.State, cfg: M.ModelConfig) -> Iterator[tuple[tuple[Any, ...], M.State]]:
+def _model_successors(w: Witness, s: M.State, cfg: M.ModelConfig) -> Iterator[tuple[M.Label, M.State]]:
     if w.transition == "ctl-elect":
         return M.controller_elect(s, cfg)
     if w.transition == "brk-elect":
