@@ -3,7 +3,7 @@
 Everything a transition reads or writes is a field of ``SymState``; every state invariant and every auxiliary
 (strengthening) conjunct the induction assumes is a named entry of ``STATE_INVARIANTS`` / ``STRENGTHENING``.
 
-Rules (digest §a.1, §a.2; ``impl/controller/replicas_info.py``):
+Rules (``ReplicasInfoManager``'s ``SyncStateInfo`` and ``BrokerReplicaInfo``; ``impl/controller/replicas_info.py``):
 
 * Broker ids are ``1..n`` (``MixAll.FIRST_BROKER_CONTROLLER_ID`` is 1); ``NONE`` (0) stands for a null master.
   Epochs are unbounded integers.

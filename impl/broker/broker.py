@@ -1,6 +1,7 @@
 """A broker process in controller mode: ``BrokerController`` with its store, HA service and ReplicasManager.
 
-Rules (digest §e.2, §e.8, §h):
+Rules (``BrokerController`` in controller mode, ``SendMessageProcessor``, ``CommitLog.asyncPutMessage``,
+``PullMessageProcessor``):
 
 * Put (``SendMessageProcessor`` -> ``CommitLog.asyncPutMessage``): refused with SERVICE_NOT_AVAILABLE on a
   slave or while fenced (``HookUtils.checkBeforePutMessage``); as SYNC_MASTER, IN_SYNC_REPLICAS_NOT_ENOUGH

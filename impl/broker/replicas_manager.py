@@ -1,4 +1,4 @@
-"""ReplicasManager: the broker's view of the controller (``B/controller/ReplicasManager.java``, digest §e).
+"""ReplicasManager: the broker's view of the controller (``B/controller/ReplicasManager.java``).
 
 Everything that changes a broker's role, epochs or SyncStateSet lives here.
 

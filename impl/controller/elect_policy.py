@@ -1,4 +1,4 @@
-"""DefaultElectPolicy, exactly (``C/elect/impl/DefaultElectPolicy.java``, digest §c).
+"""DefaultElectPolicy, exactly (``C/elect/impl/DefaultElectPolicy.java``).
 
 Rules:
 
@@ -53,7 +53,8 @@ def compare_live_info(o1: BrokerLiveInfo, o2: BrokerLiveInfo) -> int:
 
 
 class ElectionFailed(Exception):
-    """A candidate passed the predicate but has no live info: RocketMQ's sort throws (digest §c)."""
+    """A candidate passed the predicate but has no live info: RocketMQ's sort throws (``DefaultElectPolicy.tryElect``:
+the comparator reads the missing ``BrokerLiveInfo``)."""
 
 
 class ElectPolicy:

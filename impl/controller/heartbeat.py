@@ -1,4 +1,4 @@
-"""DefaultBrokerHeartbeatManager (``C/impl/heartbeat/DefaultBrokerHeartbeatManager.java``, digest §d.1).
+"""DefaultBrokerHeartbeatManager (``C/impl/heartbeat/DefaultBrokerHeartbeatManager.java``).
 
 Rules:
 
@@ -11,7 +11,8 @@ Rules:
 * ``scanNotActiveBroker`` (every 5 s, first after 2 s): expired entries are removed, their channel closed,
   and every listener told ``onBrokerInactive``. A channel close removes its entry at once and tells them.
 
-Each controller node keeps its own table: it is not replicated (digest §a.5).
+Each controller node keeps its own table: it is not replicated (``ControllerManager`` builds one per process;
+only ``ReplicasInfoManager``'s events go through DLedger).
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The controller node: ``ControllerManager`` + ``DLedgerController`` + ``ControllerRequestProcessor``.
 
-Rules (digest §a.4, §b.0, §b.4, §b.9, §d):
+Rules (``ControllerManager``, ``DLedgerController.EventScheduler`` / ``appendToDLedgerAndWait``,
+``ControllerRequestProcessor``, ``DefaultBrokerHeartbeatManager``):
 
 * Requests other than heartbeats and metadata go through one serial ``EventScheduler``: it *validates*
   on the state it has applied (``ReplicasInfoManager``), appends the resulting events to the replicated

@@ -2,7 +2,8 @@
 
 Everything that decides a controller answer or changes controller state lives here.
 
-Rules (digest §a, §b; check order is RocketMQ's and decides the response code):
+Rules (``ReplicasInfoManager``'s operations and ``applyEvent``; check order is RocketMQ's and decides the response
+code):
 
 * State per broker set: ``BrokerReplicaInfo`` (ids, addresses, check codes, ``nextAssignBrokerId``) and
   ``SyncStateInfo`` (masterEpoch mE, syncStateSetEpoch sE, SyncStateSet SSS, master). A set *exists* only
@@ -269,7 +270,7 @@ class ReplicasInfoManager:
     def alter_sync_state_set(self, broker_name: str, master_broker_id: int | None, master_epoch: int | None,
                              new_sync_state_set: Iterable[int], sync_state_set_epoch: int | None,
                              alive: AlivePredicate) -> ControllerResult:
-        """``alterSyncStateSet``: checks 1-7 of digest §b.5, in order."""
+        """``alterSyncStateSet``: its checks 1-7, in RocketMQ's order (the module's rules)."""
         result = ControllerResult()
         if not self.is_contains_broker(broker_name):
             return result.fail(ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, "Broker metadata is not existed")
@@ -312,7 +313,7 @@ class ReplicasInfoManager:
 
     def elect_master(self, broker_name: str, broker_id: int | None, designate_elect: bool,
                      policy: ElectPolicy, cluster_name: str = "") -> ControllerResult:
-        """``electMaster``: digest §b.4 steps 1-8."""
+        """``electMaster``: RocketMQ's steps in order (first election, policy, unchanged master, event)."""
         result = ControllerResult()
         if not self.is_contains_broker(broker_name):
             return result.fail(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, "Broker hasn't been registered")
@@ -520,7 +521,7 @@ class ReplicasInfoManager:
                 del self.sync_state_set_info_table[event.broker_name]
         elif isinstance(event, UpdateBrokerAddressEvent):
             known = self.replica_info_table.get(event.broker_name)
-            if known is None:  # RocketMQ would throw an NPE here (digest §a.3); the entry is dropped
+            if known is None:  # RocketMQ throws an NPE here (handleUpdateBrokerAddress); the entry is dropped
                 return
             known.update_broker_address(event.broker_id, event.broker_address)
         else:  # pragma: no cover

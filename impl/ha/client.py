@@ -1,4 +1,5 @@
-"""AutoSwitchHAClient: the slave's end of the HA stream (digest §g.1, §g.3, §g.4).
+"""AutoSwitchHAClient: the slave's end of the HA stream (``S/ha/autoswitch/AutoSwitchHAClient.java``: its
+``HAClientReader`` and ``doTruncate``; the frames are ``frames.py``).
 
 Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
 

@@ -1,4 +1,5 @@
-"""AutoSwitchHAConnection: the master's end of one slave's HA stream (digest §g.2, §g.5, §e.6).
+"""AutoSwitchHAConnection: the master's end of one slave's HA stream (``S/ha/autoswitch/AutoSwitchHAConnection.java``:
+``HAServerReader``, ``transferToSlave``, ``changeTransferEpochToNext``).
 
 Rules:
 

@@ -1,4 +1,5 @@
-"""AutoSwitchHA wire frames, byte for byte (digest §g.4). All integers are big-endian.
+"""AutoSwitchHA wire frames, byte for byte (``AutoSwitchHAClient`` / ``AutoSwitchHAConnection``: the handshake,
+transfer and report headers they read and write). All integers are big-endian.
 
 Slave -> master:
     HANDSHAKE  16 B  state=1:i32  isSyncFromLastFile:i16  isAsyncLearner:i16  slaveBrokerId:i64

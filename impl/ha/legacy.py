@@ -15,7 +15,8 @@ Rules:
   for up to ``syncFlushTimeout`` (5 s), else FLUSH_SLAVE_TIMEOUT; if not, SLAVE_NOT_AVAILABLE. The message
   stays written either way. ASYNC_MASTER: PUT_OK after the local write.
 
-5.x difference (digest §h, §j): today ``handleHA`` acks at once unless ``inSyncReplicas >= 2`` and never
+5.x difference (``CommitLog.handleHA`` and ``GroupTransferService`` in 5.x): today ``handleHA`` acks at once
+unless ``inSyncReplicas >= 2`` and never
 returns SLAVE_NOT_AVAILABLE; the kit's legacy mode follows the 4.x behaviour the seeds describe.
 """
 

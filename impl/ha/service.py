@@ -2,7 +2,8 @@
 
 Everything that decides which replicas count, and when a put is acknowledged, lives here.
 
-Rules (digest §e.5-§e.7, §h):
+Rules (``S/ha/autoswitch/AutoSwitchHAService.java``: ``changeToMaster``, ``maybeExpandInSyncStateSet``,
+``computeConfirmOffset``; ``CommitLog.GroupTransferService.doWaitTransfer``):
 
 * Views of the SSS: *local* is the last set the controller confirmed; *remote* is the latest proposal in
   flight; while one is in flight (``isSynchronizingSyncStateSet``) the *union* local ∪ remote is what acks

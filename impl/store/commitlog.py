@@ -1,6 +1,6 @@
 """The commit log and the parts of ``DefaultMessageStore`` the HA logic touches.
 
-Rules (digest §e.7, §h; ``S/CommitLog.java``, ``S/DefaultMessageStore.java``):
+Rules (``S/CommitLog.java``, ``S/DefaultMessageStore.java``, ``AutoSwitchHAService.computeConfirmOffset``):
 
 * The log is bytes ``[0, max)``; messages are appended whole on a master and as raw byte ranges on a slave
   (a batch may end inside a message).
