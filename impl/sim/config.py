@@ -94,7 +94,7 @@ class FaultConfig:
     restart_after_max: int = _sim(20_000, "longest downtime of a crashed process")
     max_down: int = _sim(1, "brokers that may be down at the same time")
     lose_unflushed_tail: float = _sim(0.0, "probability that a broker crash is a power loss")
-    weights: dict[str, float] = _sim(dict, "relative weight of each fault kind (see faults.py)")  # noqa: RUF009
+    weights: dict[str, float] = _sim(dict, "relative weight of each fault kind (impl/sim/actions.py: FAULT_KINDS)")  # noqa: RUF009
 
 
 @dataclass
