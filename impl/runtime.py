@@ -282,6 +282,9 @@ class Actor:
         self._rpc: dict[int, tuple[Strand, int]] = {}  # opaque -> (waiting strand, timeout timer)
         self.halted = False  # the process is dead: none of its strands runs again (see ``halt``)
 
+    def start(self) -> None:
+        """The process starts: each kind of node arms its first timers and sends its first requests here."""
+
     def halt(self) -> None:
         """kill -9: the process's threads are gone. State it shared with its successor (the controller's log and
         its entries' futures) must not wake them: a strand of a dead incarnation never resumes."""

@@ -183,14 +183,14 @@ class Validator:
         full = pre is None or sim.acted
         ctl_moved = full or any(o["k"] in ("ctl.apply", "ctl.replay") for o in obs)
         if not ctl_moved and not any(b in sim.touched for b in sim.brokers):
-            return pre  # type: ignore[return-value]
+            return pre  # type: ignore[return-value]  # not full: pre is not None
         if ctl_moved:
             snap = controller_view(sim)
             self.ctl_snap = snap if snap is not None else self.ctl_snap
             self._index = id_index(sim, self.ctl_snap)
             ctl = controller_part(self.ctl_snap, self._index)
         else:
-            ctl = {k: pre[k] for k in CTL_VARS}  # type: ignore[index]
+            ctl = {k: pre[k] for k in CTL_VARS}  # type: ignore[index]  # as above
         return {**ctl, "ctlSnapshot": self.ctl_snap, **brokers_state(sim, self._index)}
 
     def _state(self, a: dict[str, Any]) -> State:

@@ -438,5 +438,5 @@ def _build(suite: Suite) -> type[ClusterMachine]:
     Machine.suite = suite
     Machine.__name__ = Machine.__qualname__ = f"Cluster{suite.ident}"
     # the example database keys a state machine by its source: keep one key per suite
-    Machine._hypothesis_internal_add_digest = suite.name.encode()  # type: ignore[attr-defined]
+    Machine._hypothesis_internal_add_digest = suite.name.encode()  # type: ignore[attr-defined]  # Hypothesis's hook
     return Machine

@@ -194,7 +194,7 @@ def test_every_module_has_a_layer():
 
 def test_no_import_cycle():
     found = cycles(graph())
-    assert not found, "import cycles (module-level, TYPE_CHECKING and function-level imports): " + "; ".join(
+    assert not found, "import cycles (imports at module level and inside functions): " + "; ".join(
         " -> ".join(c) for c in found)
 
 

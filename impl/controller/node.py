@@ -166,7 +166,7 @@ class ControllerNode(Actor):
         """A committed entry of the replicated log, applied in order on this node."""
         entry.future.complete(self._apply(entry))
 
-    def _append(self, events: list[EventMessage | None], ctx: dict[str, Any]) -> list[LogEntry]:
+    def _append(self, events: list[EventMessage | RequestEntry | None], ctx: dict[str, Any]) -> list[LogEntry]:
         if self.repl is not None:
             extra = self.extra_commit_latency if self.now < self.extra_commit_until else 0
             out = []
@@ -257,7 +257,7 @@ class ControllerNode(Actor):
             fut.complete(ControllerResult().fail(ResponseCode.CONTROLLER_NOT_LEADER,
                                                  "The controller is not in leader state"))
             return fut
-        entry = self._append([request(op, self.now if stamp is None else stamp, **args)],  # type: ignore[list-item]
+        entry = self._append([request(op, self.now if stamp is None else stamp, **args)],
                              dict(ctx or {}, op=op))[-1]
         return entry.future
 

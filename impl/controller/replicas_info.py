@@ -204,7 +204,7 @@ class RequestEntry:
         return {"type": "Request", "op": self.op, "args": dict(self.args), "stamp": self.stamp}
 
 
-def event_from_dict(d: dict[str, Any]) -> EventMessage:
+def event_from_dict(d: dict[str, Any]) -> EventMessage | RequestEntry:
     """Inverse of ``to_dict`` (used when a trace or a TLC counterexample is replayed)."""
     t = d["type"]
     if t == "AlterSyncStateSet":
@@ -220,7 +220,7 @@ def event_from_dict(d: dict[str, Any]) -> EventMessage:
     if t == "UpdateBrokerAddress":
         return UpdateBrokerAddressEvent(d["clusterName"], d["brokerName"], d["brokerAddress"], d["brokerId"])
     if t == "Request":
-        return RequestEntry(d["op"], tuple(sorted(d["args"].items())), d["stamp"])  # type: ignore[return-value]
+        return RequestEntry(d["op"], tuple(sorted(d["args"].items())), d["stamp"])
     raise ValueError(f"unknown controller event type {t!r}")
 
 
@@ -393,7 +393,8 @@ class ReplicasInfoManager:
                                f"BrokerId: {broker_id} hasn't been registered in broker-set: {broker_name}")
         result.header.update({"masterBrokerId": None, "masterAddress": None, "masterEpoch": None,
                               "syncStateSetEpoch": None})
-        if info.is_master_exist() and alive(cluster_name, broker_name, info.master_broker_id):  # type: ignore[arg-type]
+        # is_master_exist(): master_broker_id is not None
+        if info.is_master_exist() and alive(cluster_name, broker_name, info.master_broker_id):  # type: ignore[arg-type]  # see above
             result.header.update({"masterBrokerId": info.master_broker_id,
                                   "masterAddress": replicas.broker_address(info.master_broker_id),
                                   "masterEpoch": info.master_epoch, "syncStateSetEpoch": info.sync_state_set_epoch})
@@ -448,7 +449,7 @@ class ReplicasInfoManager:
                                    f"Broker {broker_name} is still alive, clean up failure")
             if not blank:
                 try:
-                    id_set = frozenset(int(s) for s in ids_to_clean.split(";"))  # type: ignore[union-attr]
+                    id_set = frozenset(int(s) for s in ids_to_clean.split(";"))  # type: ignore[union-attr]  # not blank
                 except ValueError as exc:
                     return result.fail(ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                                        f"Please set the option <brokerControllerIdsToClean> according to the "
@@ -499,7 +500,7 @@ class ReplicasInfoManager:
                 info = self.sync_state_set_info_table[event.broker_name]
                 if event.new_master_elected:
                     info.update_master_info(event.new_master_broker_id)
-                    info.update_sync_state_set_info({event.new_master_broker_id})  # type: ignore[arg-type]
+                    info.update_sync_state_set_info({event.new_master_broker_id})  # type: ignore[arg-type]  # elected: set
                 else:
                     info.update_master_info(None)
         elif isinstance(event, CleanBrokerDataEvent):

@@ -7,7 +7,8 @@ checks whose inputs changed: the controller's (when a controller node handled so
 broker's checked state moved: its log, epoch file, confirmOffset, role, fencing, SyncStateSet or identity), the
 nameserver's, and the checks across the cluster (the loss checks: when brokers or controller changed, or new
 messages were acknowledged or consumed). A fault action, a crash, a new master or a truncation forces every state
-check to re-run. The first violation of a run stops it (``ClusterView.fail``); a disabled invariant is not run.
+check to re-run. The first violation of a run stops it (``ClusterView.fail``). A disabled invariant reports nothing:
+its event checks do not run, its state checks run in their chain (``STATE_CHAINS``) unless the whole chain is off.
 
 Cost: an event check runs only for the kinds it names; a state check only when a part it reads changed. Broker
 fingerprints decide "changed"; HA-LOG-MATCHING and SYNC-SSS-HOLDS-ACKED keep what they verified (``context.py``).
@@ -61,8 +62,14 @@ STATE_CHAINS: tuple[tuple[str, ...], ...] = (
 )
 
 Entry = tuple[str | None, Callable[[Any, Any], Violated | None]]  # (invariant id, or None for history) and its call
-Step = Invariant | tuple[Invariant, ...]  # one check, or a block of per-broker checks run broker by broker
-Chain = tuple[Step, ...]
+Run = tuple[str, Callable[..., Violated | None], tuple[tuple[str, Callable[..., Violated | None]], ...] | None]
+"""One step of a compiled chain: (id, check, None), or ("", nothing, block) for a block of per-broker checks run
+broker by broker (each (id, check))."""
+Chain = tuple[Run, ...]
+
+
+def _none(*_: Any) -> None:
+    return None
 
 
 class Checker(Context):
@@ -88,35 +95,36 @@ class Checker(Context):
         self._ctl_chains = self._chains(chains, {"controller"})
         self._broker_chains = self._chains(chains, {"brokers"})
         self._ns_chains = self._chains(chains, {"nameserver"})
-        self._loss_chain = next((self._steps(c) for c in chains if c[0].id == "SYNC-NO-ACK-LOSS"), ())
-        self._across_chains = tuple(self._steps(c) for c in chains if len(c[0].reads) > 1
+        self._loss_chain = next((self._compile(c) for c in chains if c[0].id == "SYNC-NO-ACK-LOSS"), ())
+        self._across_chains = tuple(self._compile(c) for c in chains if len(c[0].reads) > 1
                                     and c[0].id != "SYNC-NO-ACK-LOSS")
 
     @classmethod
     def _chains(cls, chains: list[tuple[Invariant, ...]], reads: set[str]) -> tuple[Chain, ...]:
-        return tuple(cls._steps(c) for c in chains if {r for i in c for r in i.reads} == reads)
+        return tuple(cls._compile(c) for c in chains if {r for i in c for r in i.reads} == reads)
 
     @staticmethod
-    def _steps(chain: tuple[Invariant, ...]) -> Chain:
-        """The chain with its runs of consecutive per-broker checks grouped into blocks."""
-        steps: list[Step] = []
-        block: list[Invariant] = []
+    def _compile(chain: tuple[Invariant, ...]) -> Chain:
+        """The chain as (id, check, block) steps, its runs of consecutive per-broker checks grouped into blocks."""
+        steps: list[Run] = []
+        block: list[tuple[str, Callable[..., Violated | None]]] = []
         for inv in chain:
             if inv.per_broker:
-                block.append(inv)
+                block.append((inv.id, inv.check))
                 continue
             if block:
-                steps.append(tuple(block))
+                steps.append(("", _none, tuple(block)))
                 block = []
-            steps.append(inv)
+            steps.append((inv.id, inv.check, None))
         if block:
-            steps.append(tuple(block))
+            steps.append(("", _none, tuple(block)))
         return tuple(steps)
 
     # ------------------------------------------------------------------------------------------- a step
 
     def after_step(self, observations: list[Observation]) -> None:
-        self._new_pass()
+        self._ref_known = False  # the per-pass caches (Context.reference_master, Context.logs)
+        self._logs = None
         on = self._on
         for obs in observations:
             entries = on.get(obs["k"])
@@ -135,7 +143,7 @@ class Checker(Context):
             self._check_controller_state()
         if ran_brokers:
             self._check_broker_state()
-        if world.nameserver in touched or self._full_recheck:
+        if self._full_recheck or world.nameserver in touched:
             self._check_nameserver()
         if ran_brokers or ran_ctl or self.acked_pending or self.seen_pending:
             self._check_across()
@@ -143,19 +151,19 @@ class Checker(Context):
 
     def _run(self, chain: Chain) -> bool:
         """Run a chain's checks in order; the first violation ends it (see ``STATE_CHAINS``). True: every one held."""
-        for step in chain:
-            if isinstance(step, tuple):
-                for b, log in self.logs().items():
-                    for inv in step:
-                        v = inv.check(self, b, log)
-                        if v is not None:
-                            self._violated(inv.id, v)
-                            return False
+        for inv_id, check, block in chain:
+            if block is None:
+                v = check(self)
+                if v is not None:
+                    self._violated(inv_id, v)
+                    return False
                 continue
-            v = step.check(self)
-            if v is not None:
-                self._violated(step.id, v)
-                return False
+            for b, log in self.logs().items():
+                for inv_id, check in block:
+                    v = check(self, b, log)
+                    if v is not None:
+                        self._violated(inv_id, v)
+                        return False
         return True
 
     def _violated(self, inv_id: str, v: Violated) -> None:

@@ -40,6 +40,10 @@ class PairCache:
 LogView = tuple[bytearray, list[tuple[int, int]], AnyBroker | None]
 """A broker's log bytes, its epoch entries, and its process (None while down)."""
 
+LogKey = tuple[str, int, int, tuple[tuple[int, int], ...]]
+"""HA-LOG-MATCHING's view of a log as it verified it: the broker, its files' generation, the log's length and its
+epoch entries."""
+
 
 class Context:
     """The view of the cluster, the history of the run, and the memory of each invariant."""
@@ -73,7 +77,8 @@ class Context:
         self.broker_epochs: dict[tuple[str, int], tuple[int, int]] = {}  # BRK-EPOCH-MONO: (broker, inc) -> (mE, sE)
         self.queue_contig: dict[int, int] = {}  # CLI-NO-SKIP: queueId -> the first offset the group has not read
         self.pairs: dict[tuple[str, str, int, int], PairCache] = {}  # HA-LOG-MATCHING: verified prefix per epoch
-        self.pair_fp: dict[tuple[str, str], Fingerprint] = {}  # HA-LOG-MATCHING: both logs as last verified
+        self.pair_fp: dict[tuple[str, str], tuple[LogKey, LogKey]] = {}  # HA-LOG-MATCHING: a pair as last verified
+        self.logs_verified: tuple[LogKey, ...] | None = None  # HA-LOG-MATCHING: every log, when all pairs held
         self.shared: dict[tuple[str, str], tuple[Fingerprint, Fingerprint, list[tuple[int, int, int | None,
                                                                                   int | None]]]] = {}
         self.sss_verified: dict[int, tuple[Any, int]] = {}  # SYNC-SSS-HOLDS-ACKED: member -> (log gen, keys checked)
@@ -84,16 +89,11 @@ class Context:
         self._ids_step = -1
         self._ids: dict[int, str] = {}
         self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
-        self._ref_master: AnyBroker | None = None
+        self._ref_master: AnyBroker | None = None  # per pass (the checker resets them before each step's checks)
         self._ref_known = False
         self._logs: dict[str, LogView] | None = None
 
     # --------------------------------------------------------------------------------- per pass caches
-
-    def _new_pass(self) -> None:
-        """Forget what one checker pass computed (the state may have changed since)."""
-        self._ref_known = False
-        self._logs = None
 
     def reference_master(self) -> AnyBroker | None:
         """The master the controller has established: named by it, up, and master at the controller's mE."""

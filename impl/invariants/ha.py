@@ -78,21 +78,24 @@ def log_matching(ctx: Context) -> Violated | None:
     """If two replicas hold the same epoch entry (epoch, start), their logs are byte-identical from start to the
     smaller of the two ends of that epoch."""
     logs = ctx.logs()
-    names = sorted(logs)
     disks = ctx.world.disks
-    for i, a in enumerate(names):
-        da, ea, _ = logs[a]
-        for bname in names[i + 1:]:
-            db, eb, _ = logs[bname]
-            fp = (disks[a].generation, len(da), tuple(ea), disks[bname].generation, len(db), tuple(eb))
-            if ctx.pair_fp.get((a, bname)) == fp:
+    # each log as last verified: (name, file generation, length, epoch entries)
+    keys = tuple((name, disks[name].generation, len(log[0]), tuple(log[1])) for name, log in sorted(logs.items()))
+    if keys == ctx.logs_verified:
+        return None  # no log and no epoch list moved since every pair was last verified
+    ctx.logs_verified = keys
+    for i, ka in enumerate(keys):
+        a, da, ea = ka[0], logs[ka[0]][0], ka[3]
+        for kb in keys[i + 1:]:
+            bname, db, eb = kb[0], logs[kb[0]][0], kb[3]
+            if ctx.pair_fp.get((a, bname)) == (ka, kb):
                 continue  # neither log nor epoch list moved since this pair was last verified
-            ctx.pair_fp[(a, bname)] = fp
-            shared = _shared_epochs(ctx, a, bname, fp[2], fp[5])
+            ctx.pair_fp[(a, bname)] = (ka, kb)
+            shared = _shared_epochs(ctx, a, bname, ea, eb)
             if not shared:
                 continue
-            gens = (disks[a].generation, disks[bname].generation)
-            la, lb = len(da), len(db)
+            gens = (ka[1], kb[1])
+            la, lb = ka[2], kb[2]
             for epoch, start, next_a, next_b in shared:
                 # an epoch ends where the next one starts, or at the log end if that comes first (a power loss or a
                 # truncation can leave the epoch file naming a start past the log)
@@ -106,9 +109,10 @@ def log_matching(ctx: Context) -> Violated | None:
                     lo = max(start, min(cached.verified, hi))
                 if hi > lo and da[lo:hi] != db[lo:hi]:
                     at = next(j for j in range(lo, hi) if da[j] != db[j])
-                    ctx.pair_fp.pop((a, bname), None)
+                    ctx.pair_fp.pop((a, bname), None)  # re-checked (and reported) on the next pass
+                    ctx.logs_verified = None
                     return violated(f"{a} and {bname} share epoch {epoch} from {start} but differ at byte {at} "
-                                    f"(epoch ends {end_a} / {end_b})", entries={a: ea, bname: eb})
+                                    f"(epoch ends {end_a} / {end_b})", entries={a: logs[a][1], bname: logs[bname][1]})
                 ctx.pairs[ckey] = PairCache(max(hi, lo), gens)
     return None
 
@@ -172,8 +176,7 @@ def epoch_file_wf(ctx: Context, b: str, log: LogView) -> Violated | None:
         if not (e1 < e2 and s1 < s2):
             return violated(f"{b} has epoch entries {entries}", broker=b)
     if node is not None:
-        vals = list(node.store.epoch_cache._map.values())
-        for x, y in itertools.pairwise(vals):
+        for x, y in itertools.pairwise(node.store.epoch_cache._map.values()):
             if x.end_offset != y.start_offset:
                 return violated(f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts", broker=b)
     return None

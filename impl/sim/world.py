@@ -38,6 +38,7 @@ from ..broker.legacy import LegacyBrokerNode
 from ..codes import MASTER_ID, RequestCode
 from ..config import MessageStoreConfig
 from ..controller.node import ControllerDisk, ControllerNode
+from ..controller.raft import Replication
 from ..invariants import AnyBroker, Checker, Coverage
 from ..observations import Observation, SimCrash
 from ..rng import DetRng
@@ -112,6 +113,10 @@ class Simulation(WorldView):
                  recorder: Recorder | None = None, checker_factory: Callable[[Simulation], StepChecker] | None = None,
                  note_actions: bool = False) -> None:
         self.cfg = cfg
+        # the run's constants the checks read (ClusterView), as plain attributes: they are read on every step
+        self.store_config: MessageStoreConfig = cfg.store
+        self.broker_name = cfg.broker.broker_name
+        self.legacy = cfg.cluster.mode == "legacy"
         self.seed = seed
         self.bugs = bugs
         self.max_steps = max_steps
@@ -183,7 +188,7 @@ class Simulation(WorldView):
         self.nodes[name] = node
         self.up[name] = True
         node.now = self.now
-        node.start()  # type: ignore[attr-defined]
+        node.start()
         self._drain(node)
 
     def _boot(self) -> None:
@@ -205,21 +210,9 @@ class Simulation(WorldView):
     def broker(self, name: str) -> AnyBroker | None:
         node = self.nodes.get(name)
         # a broker's name only ever holds a broker (build_node); no isinstance on this hot path
-        return node if self.up.get(name) else None  # type: ignore[return-value]
+        return node if self.up.get(name) else None  # type: ignore[return-value]  # a broker's name holds a broker
 
     # ----------------------------------------------------------------------- ClusterView (the checks)
-
-    @property
-    def store_config(self) -> MessageStoreConfig:
-        return self.cfg.store
-
-    @property
-    def broker_name(self) -> str:
-        return self.cfg.broker.broker_name
-
-    @property
-    def legacy(self) -> bool:
-        return self.cfg.cluster.mode == "legacy"
 
     def nameserver_node(self) -> NameServerNode | None:
         node = self.nodes.get(self.nameserver)
@@ -233,26 +226,31 @@ class Simulation(WorldView):
         """The controller: the one node, or the serving leader of a replicated group (the highest term's)."""
         if len(self.controllers) == 1:
             node = self.nodes.get(self.controller)
-            return node if self.up.get(self.controller) else None  # type: ignore[return-value]
+            # the controller's name only ever holds a ControllerNode (build_node); no isinstance on this hot path
+            return node if self.up.get(self.controller) else None  # type: ignore[return-value]  # see above
         return self._serving_leader()
 
     def _serving_leader(self) -> ControllerNode | None:
         """The node that serves at the group's current term (the highest of the up nodes): a leader of an older
         term has been deposed, whether it knows yet or not."""
-        up = [self.nodes[c] for c in self.controllers if self.up.get(c) and self.nodes.get(c) is not None]
+        up: list[tuple[ControllerNode, Replication]] = []
+        for c in self.controllers:
+            node = self.nodes.get(c)
+            if self.up.get(c) and isinstance(node, ControllerNode) and node.repl is not None:
+                up.append((node, node.repl))
         if not up:
             return None
-        term = max(n.repl.state.term for n in up)  # type: ignore[union-attr]
-        for node in up:
-            if node.leader and node.repl.state.term == term:  # type: ignore[union-attr]
-                if node.jraft:  # type: ignore[union-attr]
+        term = max(repl.state.term for _, repl in up)
+        for node, repl in up:
+            if node.leader and repl.state.term == term:
+                if node.jraft:
                     # a JRaft leader serves at once (every request is an entry, so its answers follow the log), but
                     # its applied state lags what the group committed until it catches up: nothing to check yet
                     high = max([self.ctl_commit_mark.get(c, 0) for c in self.controllers]
-                               + [n.repl.commit for n in up])  # type: ignore[union-attr]
-                    if node.applied < high:  # type: ignore[union-attr]
+                               + [r.commit for _, r in up])
+                    if node.applied < high:
                         return None
-                return node  # type: ignore[return-value]
+                return node
         return None
 
     def controller_leader(self) -> str | None:
@@ -325,7 +323,8 @@ class Simulation(WorldView):
         name, inc, token = payload
         if not self.up.get(name) or self.inc[name] != inc:
             return False
-        return name in self.paused or token in self.nodes[name]._timers  # type: ignore[union-attr]
+        node = self.nodes[name]
+        return name in self.paused or (node is not None and token in node._timers)
 
     def _finish_step(self) -> None:
         obs = self._step_obs
