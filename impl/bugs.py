@@ -182,7 +182,8 @@ BUGS: dict[str, Bug] = {
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "
-            "instead of trusting the -1 ('last epoch') it noted when the epoch began.", kind="fix"),
+            "instead of trusting the -1 ('last epoch') it noted when the epoch began, and takes it once it is not "
+            "Long.MAX_VALUE (#9690's test, endOffset != LAST_EPOCH_END_OFFSET).", kind="fix"),
         Bug(FIX_CONFIRM_WAITS_FIRST_ACK, "SYNC-CONFIRM-BOUND", "AutoSwitchHAService.computeConfirmOffset",
             "finding F-CONFIRM-SKIPS-NEW-CONNECTION (docs/findings)",
             "A member of the ack set whose connection has not acked yet (ack <= 0) freezes confirmOffset, like a "
@@ -218,7 +219,9 @@ BUGS: dict[str, Bug] = {
             "finding F-TRANSFER-NEGATIVE-BATCH (a hole in upstream PR #9690)",
             "Before a batch, a connection whose position lies past the commit log's end or past the end of its "
             "current epoch (the serving broker truncated its log under it) closes instead of sending; the slave "
-            "reconnects and handshakes.", kind="fix"),
+            "reconnects and handshakes. With #9690's re-read, the end of an entry that is still the cache's last "
+            "(the stale end truncateSuffixByOffset leaves) is not taken, so the connection does not stall on it.",
+            kind="fix"),
         Bug(FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, "SYNC-VISIBLE-BOUND", "CommitLog.recoverNormally",
             "finding F-RECOVER-NORMALLY-PAST-CONFIRM",
             "After a clean shutdown, recovery in controller mode rebuilds the consume queue only up to confirmOffset, "

@@ -38,6 +38,7 @@ class RequestCode(IntEnum):
     RAFT_VOTE_REPLY = 60002
     RAFT_APPEND = 60003
     RAFT_APPEND_REPLY = 60004
+    RAFT_INSTALL_SNAPSHOT = 60005  # JRaft: the leader's snapshot for a follower behind its first log index
     # consumer offsets (ConsumerManageProcessor) and the slave's sync of them (SlaveSynchronize)
     QUERY_CONSUMER_OFFSET = 14
     GET_MAX_OFFSET = 30

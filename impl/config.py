@@ -41,6 +41,15 @@ class ControllerConfig:
                                  quiet=True)
     jraft_scan_wait_timeout_ms: int = _java("jRaftScanWaitTimeoutMs", 1000, "jRaft: no inactive-broker scan until "
                                             "this long after the first heartbeat a node received", quiet=True)
+    jraft_snapshot_interval_secs: int = _java(
+        "jRaftSnapshotIntervalSecs", 0, "jRaft (3-node group): every node saves a snapshot of its applied state this "
+        "often (the first after a random half to whole interval) and drops its log up to its previous snapshot; a "
+        "follower behind the leader's first log index installs the leader's snapshot. RocketMQ's default is 3600, "
+        "which no simulated run reaches; 0: no snapshots", quiet=True)
+    server_channel_max_idle_time_seconds: int = _java(
+        "serverChannelMaxIdleTimeSeconds", 120, "NettyServerConfig of the controller: a connection "
+        "idle this long is closed and its broker's heartbeat entry removed (onChannelIdle); the simulator fires it "
+        "for a crashed broker's connection whose close a partition lost (0: not modelled)", quiet=True)
 
 
 @dataclass

@@ -15,7 +15,8 @@ Rules:
   time). A new kind is one class here and one entry in ``Observation``.
 * Keys that a kind carries only sometimes are ``NotRequired`` (absent, not null, when they do not apply):
   the trace's bytes depend on it.
-* Kinds prefixed ``sim.`` and ``net.`` come from the driver (the simulator, or the real runtime), not from a node.
+* Kinds prefixed ``sim.`` and ``net.`` come from the driver (the simulator, or the real runtime), not from a node;
+  ``ctl.state`` and ``brk.state`` from a real RocketMQ run's harness (what the admin API showed).
 
 The nested records (a controller event, a broker set's snapshot) are the wire forms in ``impl/wire.py``.
 """
@@ -115,12 +116,48 @@ class CtlStepDown(TypedDict):
 
 
 class CtlReplay(TypedDict):
-    """A restarted controller node rebuilt its state from its log."""
+    """A restarted controller node rebuilt its state from its log (a JRaft node with a snapshot: loaded it first,
+    ``snapshot`` entries, and replayed the committed entries after it)."""
 
     k: Literal["ctl.replay"]
     n: NotRequired[str]
     entries: int
     state: dict[str, SetSnapshot]
+    snapshot: NotRequired[int]
+
+
+class CtlTermChanged(TypedDict):
+    """A DLedger leader completed the pending appends of earlier terms with TERM_CHANGED
+    (``QuorumAckChecker.doWork``): ``indexes`` of term ``oldTerm``, at the node's term ``term``."""
+
+    k: Literal["ctl.term-changed"]
+    n: NotRequired[str]
+    node: str
+    term: int
+    oldTerm: int
+    indexes: list[int]
+
+
+class CtlSnapshot(TypedDict):
+    """A JRaft node saved a snapshot of its applied state up to ``index`` and compacted its log below
+    ``firstIndex`` (``SnapshotExecutorImpl.doSnapshot``, ``LogManagerImpl.setSnapshot``)."""
+
+    k: Literal["ctl.snapshot"]
+    n: NotRequired[str]
+    node: str
+    index: int
+    firstIndex: int
+
+
+class CtlInstallSnapshot(TypedDict):
+    """A JRaft follower installed the leader's snapshot up to ``index`` (``kept``: its log after the snapshot
+    stayed, the entry at the snapshot's last index having the snapshot's term)."""
+
+    k: Literal["ctl.install-snapshot"]
+    n: NotRequired[str]
+    node: str
+    index: int
+    kept: bool
 
 
 class CtlInactive(TypedDict):
@@ -506,9 +543,41 @@ class NetUnknownDestination(TypedDict):
     dst: str
 
 
+# ----------------------------------------------------------------------------- from a real RocketMQ run
+
+
+class CtlState(TypedDict):
+    """A real run (``rmqha/real``): the leading controller's view of the broker set, as RocketMQ's admin API showed
+    it when it changed (``getControllerMetaData``, ``getInSyncStateData``); the SyncStateSet as node names."""
+
+    k: Literal["ctl.state"]
+    n: NotRequired[str]
+    leader: str
+    master: str | None
+    masterEpoch: int | None
+    syncStateSetEpoch: int | None
+    sss: list[str]
+
+
+class BrkState(TypedDict):
+    """A real run: a broker as the admin API showed it when it changed (``fetchBrokerRuntimeStats``,
+    ``getBrokerHAStatus``, ``getBrokerEpochCache``): its role, the last epoch of its cache, its commit log's end,
+    its epoch entries [epoch, start], its HA connections [address, ack offset, in sync] and, as a slave, its
+    master's HA address."""
+
+    k: Literal["brk.state"]
+    n: NotRequired[str]
+    role: Literal["MASTER", "SLAVE"]
+    masterEpoch: int
+    maxOffset: int | None
+    epochs: list[list[int]]
+    haSlaves: list[list[Any]]
+    haMaster: str | None
+
+
 NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
-    | CtlElected | CtlStepDown | CtlReplay | CtlInactive
+    | CtlElected | CtlStepDown | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
     | BrkControllerUnreachable
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
@@ -519,12 +588,16 @@ NodeObservation = (
 )
 """What a node observes (``Actor.emit``)."""
 
-Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination
-"""Every observation kind: a node's, or the driver's."""
+RealObservation = CtlState | BrkState
+"""What a real run's harness saw of RocketMQ itself (``rmqha/real/report.py``), beside the client history."""
+
+Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination | RealObservation
+"""Every observation kind: a node's, the driver's, or a real run's."""
 
 ObsKind = Literal[
     "ctl.apply", "ctl.result", "ctl.validate", "ctl.error", "ctl.append-timeout", "ctl.leader", "ctl.follower",
-    "ctl.candidate", "ctl.elected", "ctl.step-down", "ctl.replay", "ctl.inactive",
+    "ctl.candidate", "ctl.elected", "ctl.step-down", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
+    "ctl.install-snapshot", "ctl.inactive",
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
     "brk.controller-unreachable",
     "store.dispatch", "store.truncated", "store.truncate-invalid",
@@ -532,7 +605,7 @@ ObsKind = Literal[
     "ha.no-consistent-point", "ha.epoch-append", "ha.expand", "ha.shrink", "ha.conn-closed", "ha.client-close",
     "ha.client-housekeeping", "ha.frame-error", "ha.no-epoch-for-offset", "ha.no-epoch-entry", "ha.no-next-epoch",
     "ns.register", "ns.reject", "client.send", "client.send-result", "client.seen", "admin.result",
-    "sim.crash", "net.drop", "net.unknown-destination",
+    "sim.crash", "net.drop", "net.unknown-destination", "ctl.state", "brk.state",
 ]
 """The kinds, as literals (``Observation``'s ``k``)."""
 

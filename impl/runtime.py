@@ -221,14 +221,22 @@ class Executor:
         self.strand = Strand(actor, name)
         self.queue: deque[Job] = deque()
         self.strand.on_idle = self._next
+        self.stopped = False  # a ServiceThread shut down: queued jobs wait for ``start`` (the queue is kept)
 
     def submit(self, job: Job) -> None:
         self.queue.append(job)
         if not self.strand.busy:
             self._next()
 
+    def stop(self) -> None:
+        self.stopped = True
+
+    def start(self) -> None:
+        self.stopped = False
+        self._next()
+
     def _next(self) -> None:
-        if self.queue and not self.strand.busy:
+        if self.queue and not self.strand.busy and not self.stopped:
             self.strand.start(self.queue.popleft())
 
     def backlog(self) -> int:
@@ -322,7 +330,9 @@ class Actor:
         obs["n"] = self.name
         self.out.append(Observe(obs))
 
-    def on_message(self, src: str, cmd: Command) -> None:
+    def on_message(self, src: str, cmd: Command, channel: str | None = None) -> None:
+        """``channel``: the remoting connection the message came on, as the driver names it (``None``: the sender's
+        name stands for it). Only the controller's heartbeat table reads it (``ControllerNode``)."""
         if cmd.response:
             waiting = self._rpc.pop(cmd.opaque, None)
             if waiting is not None:
@@ -448,5 +458,6 @@ class Actor:
     def on_ha_closed(self, conn: int) -> None:  # pragma: no cover
         pass
 
-    def on_channel_closed(self, peer: str) -> None:
-        """The remoting channel to ``peer`` closed (its process died)."""
+    def on_channel_closed(self, peer: str, channel: str | None = None) -> None:
+        """The remoting channel to ``peer`` closed (its process died, or the connection idled out); ``channel``
+        names the connection as ``on_message`` did."""

@@ -37,7 +37,7 @@ def _mask(v: Any, names: list[str]) -> int:
 
 
 def state_from_tla(vars: Mapping[str, Any], names: list[str]) -> State:
-    """The model state for one TLC trace state (variables parsed by ``rmqha.tlc.parse_value``)."""
+    """The model state for one TLC trace state (variables parsed by ``rmqha.spec.tlc.parse_value``)."""
 
     def per(name: str, f: Any = lambda x: x) -> tuple[Any, ...]:
         fun = vars[name]

@@ -76,7 +76,7 @@ VIOLATED: dict[str, type[InvariantViolated]] = {
 
 @dataclass
 class ConformTally:
-    """Examples validated against the model (``rmqha.conform``) at teardown, and the time each side took."""
+    """Examples validated against the model (``rmqha.models.conform``) at teardown, and the time each side took."""
 
     examples: int = 0
     conforming: int = 0

@@ -57,9 +57,9 @@ class ActorDriver:
         self.now = end
         self.actor.now = end
 
-    def deliver(self, src: str, cmd: Command) -> None:
+    def deliver(self, src: str, cmd: Command, channel: str | None = None) -> None:
         self.actor.now = self.now
-        self.actor.on_message(src, cmd)
+        self.actor.on_message(src, cmd, channel)
         self._drain()
 
     def reply(self, request: Command, code: int, header: dict[str, Any] | None = None, body: Any = None,

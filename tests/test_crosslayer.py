@@ -1,6 +1,6 @@
 """Cross-layer replay: TLC's unclean-election counterexample (kept in tests/data/crosslayer/, as `rmqha check
 unclean_bug` wrote it) replays state for state on the model, and its environment steps, played on the
-implementation's simulator by ``rmqha.crosslayer``, lose the same acknowledged message there; with unclean
+implementation's simulator by ``rmqha.models.crosslayer``, lose the same acknowledged message there; with unclean
 election off the same schedule loses nothing."""
 
 from __future__ import annotations

@@ -151,3 +151,84 @@ def test_validate_at_apply_closes_the_dledger_stale_validation_family():
         v = Simulation(cfg, 23, bugs=fixes, max_time=20_000).run()
         outcome[flavour] = v and v.invariant
     assert outcome == {"DLedger": "CTL-READ-COMMITTED", "jRaft": None}
+
+
+# ------------------------------------------------------------------------------- snapshots (issue 20 item 3)
+
+
+def test_the_state_serializes_with_the_live_table():
+    """RaftReplicasInfoManager.serialize / deserializeFrom: the ReplicasInfoManager tables (cluster names, ids,
+    addresses, check codes, the next-id counter, master, epochs, SSS) and the replicated live table round-trip;
+    equal states give equal bytes."""
+    from rmqha.impl.controller.jraft import load_state, serialize_state
+
+    rim, live = ReplicasInfoManager(), RaftLiveTable()
+    rim.apply_event(ApplyBrokerIdEvent("c", "a", "b1:10911", 1, "b1:10911;5"))
+    rim.apply_event(ApplyBrokerIdEvent("c", "a", "b2:10911", 2, "b2:10911;6"))
+    rim.apply_event(ElectMasterEvent(True, "a", 1))
+    for bid in (1, 2):
+        execute(rim, live, request("heartbeat", 100 * bid, clusterName="c", brokerName="a",
+                                   brokerAddr=f"b{bid}:10911", brokerId=bid, heartbeatTimeoutMills=10_000, epoch=1,
+                                   maxOffset=50 * bid, confirmOffset=40, electionPriority=bid), 0)
+    data = serialize_state(rim, live)
+    rim2, live2 = ReplicasInfoManager(), RaftLiveTable()
+    live2.table[("x", "y", 9)] = live.table[("c", "a", 1)]  # replaced, not merged
+    load_state(rim2, live2, data)
+    assert rim2.replica_info_table == rim.replica_info_table
+    assert rim2.sync_state_set_info_table == rim.sync_state_set_info_table
+    assert live2.table == live.table and ("x", "y", 9) not in live2.table
+    assert serialize_state(rim2, live2) == data
+
+
+def _snapshot_run(schedule: list[dict[str, Any]], max_time: int, **controller: Any) -> tuple[Simulation, ObsRecorder]:
+    rec = ObsRecorder()
+    cfg = config_from_dict({"controller": controller, "workload": {"consume_interval": 0}}, default_config("jraft"))
+    sim = Simulation(cfg, 1, schedule=schedule, max_time=max_time, recorder=rec, bugs=frozenset(B.FIXES_ALL))
+    assert sim.run() is None, sim.violation and sim.violation.to_dict()
+    return sim, rec
+
+
+def test_a_follower_down_past_two_snapshots_installs_the_leaders():
+    """jRaftSnapshotIntervalSecs = 5: every node snapshots its applied state (NodeImpl's snapshotTimer, the first in
+    [2.5, 5) s) and drops its log up to its previous snapshot (LogManagerImpl.setSnapshot). Follower ctl1 (seed 1:
+    ctl2 leads) is killed at 8 s and restarted at 38 s: it loads its own snapshot (onSnapshotLoad) and replays the
+    entries after it; the leader no longer has the entry before ctl1's next one, so it sends its snapshot
+    (Replicator.installSnapshot); ctl1 loads it, starts its log after it, and ends with the leader's state."""
+    sim, rec = _snapshot_run([{"t": 8000, "do": "crash", "node": "ctl1"},
+                              {"t": 38_000, "do": "restart", "node": "ctl1"}], 60_000, jRaftSnapshotIntervalSecs=5)
+    assert sim.controller_leader() == "ctl2"
+    replay = [o for t, o in rec.kinds("ctl.replay") if o["n"] == "ctl1" and t == 38_000]
+    assert replay and replay[0]["snapshot"] > 0  # its own snapshot, taken before the crash
+    installs = [(t, o) for t, o in rec.kinds("ctl.install-snapshot") if o["node"] == "ctl1"]
+    assert len(installs) == 1 and 38_000 <= installs[0][0] < 39_000 and not installs[0][1]["kept"]
+    leader_snaps = [o for t, o in rec.kinds("ctl.snapshot") if o["node"] == "ctl2" and t < installs[0][0]]
+    assert installs[0][1]["index"] == leader_snaps[-1]["index"]
+    assert leader_snaps[-1]["firstIndex"] > replay[0]["snapshot"]
+    nodes = [sim.nodes[c] for c in CTLS]
+    assert all(n.disk.first_index > 0 for n in nodes)  # type: ignore[union-attr]
+    assert len({n.applied for n in nodes}) == 1  # type: ignore[union-attr]
+    assert all(n.rim.snapshot() == nodes[1].rim.snapshot() and n.live.table == nodes[1].live.table  # type: ignore[union-attr]
+               for n in nodes)
+
+
+def test_without_the_setting_no_snapshot_is_taken():
+    """jRaftSnapshotIntervalSecs defaults to 0 here (RocketMQ's 3600 s is beyond any simulated run): no snapshot, and
+    the restarted node replays its whole log, as before."""
+    sim, rec = _snapshot_run([{"t": 8000, "do": "crash", "node": "ctl1"},
+                              {"t": 38_000, "do": "restart", "node": "ctl1"}], 45_000)
+    assert rec.kinds("ctl.snapshot") == [] and rec.kinds("ctl.install-snapshot") == []
+    assert all(sim.nodes[c].disk.first_index == 0 for c in CTLS)  # type: ignore[union-attr]
+    assert "snapshot" not in [o for t, o in rec.kinds("ctl.replay") if o["n"] == "ctl1"][-1]
+
+
+def test_the_crash_controller_follower_fault_forces_an_install():
+    """The fault kind crash-controller-follower (weight 0 by default) keeps a non-leading node down for 20-40 s; with
+    5 s snapshots each restart ends in an installed snapshot, and the run keeps every invariant (fixes on)."""
+    from rmqha.impl.sim.runner import run
+
+    cfg = config_from_dict({"controller": {"jRaftSnapshotIntervalSecs": 5},
+                            "faults": {"weights": {"crash-controller-follower": 3.0}}}, default_config("jraft"))
+    r = run(cfg, 1, 20_000, bugs=list(B.FIXES_ALL))
+    assert r.violation is None, r.violation
+    assert r.text.count('"fault":"crash-controller-follower"') >= 2  # a crash and its restart
+    assert r.text.count('"k":"ctl.install-snapshot"') >= 1

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from rmqha.impl import bugs as B
 from rmqha.impl.findings import FINDINGS
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run_header
 from rmqha.impl.trace import parse
 
@@ -105,3 +108,53 @@ def test_epoch_eq_splice_goes_on_to_lose_an_acknowledged_message():
     stuck = {o["n"] for line in fixed.text.splitlines()[1:-1] for o in json.loads(line).get("obs", [])
              if o["k"] == "ha.no-consistent-point"}
     assert stuck == {"b2", "b3"}
+
+
+# ------------------------------------------------------------------------------ F-TRANSFER-NEGATIVE-BATCH, #9690
+
+def _stale_end_run(bugs: frozenset[str]) -> tuple[Any, list[Any], int]:
+    """A master (b2, seed 1) serving two slaves in its last epoch (end -1 on both connections). At 20 s its epoch
+    cache goes through what the serving broker's own ``AutoSwitchHAClient.doTruncate`` does to it when the truncation
+    removes a later epoch: an entry (2, L) at its log end L, then ``truncateSuffixByOffset(L)``, which drops it and
+    leaves epoch 1's end at L (the stale end: EpochFileCache QUIRK, the reset hits a copy). The broker's log then grows
+    past L within epoch 1 (it is still master; in RocketMQ a slave whose new master's epoch 1 is longer gets the same
+    shape). At 40 s a new epoch is appended at the log end (``changeToMasterWhenLastRoleIsMaster``)."""
+    from rmqha.impl.sim.world import Simulation
+    from rmqha.impl.store.epoch_cache import EpochEntry
+
+    from tests.harness import ObsRecorder
+
+    rec = ObsRecorder()
+    cfg = config_from_dict({"workload": {"consume_interval": 0}}, default_config("safe"))
+    sim = Simulation(cfg, 1, schedule=[], max_time=40_000, recorder=rec, bugs=bugs)
+    assert sim.run_before(20_000) is None
+    master = sim.broker(sim.believed_master() or "")
+    assert master is not None and master.name == "b2"
+    assert all(c.current_transfer_epoch_end_offset == -1 for c in master.ha.connections.values())
+    cache, end = master.ha.epoch_cache, master.store.max_phy_offset
+    cache.append_entry(EpochEntry(2, end))
+    cache.truncate_suffix_by_offset(end)
+    assert [e.to_list() for e in cache.all_entries()] == [[1, 0, end]]  # the last entry, with an end
+    assert sim.run() is None
+    stalled = [c.next_transfer_from_where for c in master.ha.connections.values()]
+    cache.append_entry(EpochEntry(3, master.store.max_phy_offset))
+    sim.max_time = 50_000
+    sim.run()
+    return sim, stalled, end
+
+
+def test_9690_takes_a_last_entrys_stale_end_and_stalls():
+    """PR #9690 tests ``endOffset != Long.MAX_VALUE`` (not "the epoch is no longer the last"): with a last entry that
+    carries the stale end L, both connections take L as their epoch's end, and once the log grows past it the clamp
+    finds no next entry ("Can't find a bigger epochEntry", every 100 ms): they send nothing more and their slaves
+    stall. When epoch 3 appears, the first batch is labelled with it though it lies in epoch 1: HA-EPOCH-BOUNDARY.
+    With F-TRANSFER-NEGATIVE-BATCH's fix the re-read leaves a last entry's end alone and the run is clean."""
+    only_9690 = frozenset(B.FIXES_ALL) - {B.FIX_TRANSFER_CHECKS_LOG_END}
+    sim, stalled, end = _stale_end_run(only_9690)
+    assert stalled == [end, end]
+    assert sim.violation is not None and sim.violation.invariant == "HA-EPOCH-BOUNDARY", sim.violation
+    assert "lies in epoch (1, 0) but its header says (3," in sim.violation.message
+
+    sim, stalled, end = _stale_end_run(frozenset(B.FIXES_ALL))
+    assert sim.violation is None, sim.violation
+    assert all(p > end for p in stalled)

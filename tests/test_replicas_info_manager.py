@@ -23,11 +23,12 @@ How the Java set-up maps to ours:
 * The Java helpers check the state machine through ``getSyncStateData`` (with an always-true predicate) and
   ``getReplicaInfo``; ``replicas_info`` and ``replica_info`` below do the same on our bodies and headers.
 
-``testSerialize`` round-trips the manager through ``serialize``/``deserializeFrom`` (Hessian), which RocketMQ
-needs for JRaft snapshots. Our controller keeps no snapshot (DLedger's ``onSnapshotLoad`` returns false: state is
-rebuilt from the log), so what persists is the event log; the port round-trips every event applied by
-``mockMetaData`` through its JSON form (``to_dict``/``event_from_dict``), replays it into a fresh manager and
-compares the whole state, which is stricter than the Java test (it compares the two tables' key sets only).
+``testSerialize`` round-trips the manager through ``serialize``/``deserializeFrom`` (RocketMQ 5.2+, the JRaft
+controller's snapshots). The port calls our ``serialize`` / ``deserialize_from`` on the state ``mockMetaData``
+built, and compares the whole state, field by field, which is stricter than the Java test (it compares the two
+tables' key sets only; its loop over the fields compares nothing). ``test_event_log_replays_to_the_same_state`` keeps
+the earlier check of the other persistence, the event log (DLedger's ``onSnapshotLoad`` returns false: a DLedger
+controller rebuilds from its log).
 
 Not ported: nothing; every ``@Test`` method of ``ReplicasInfoManagerTest`` has a counterpart below.
 """
@@ -42,6 +43,7 @@ from rmqha.impl.codes import ResponseCode
 from rmqha.impl.controller.elect_policy import ElectPolicy
 from rmqha.impl.controller.heartbeat import BrokerHeartbeatManager
 from rmqha.impl.controller.replicas_info import (
+    ApplyBrokerIdEvent,
     CleanBrokerDataEvent,
     ControllerResult,
     ElectMasterEvent,
@@ -370,7 +372,62 @@ def test_clean_broker_data(m: Manager):
 
 
 def test_serialize(m: Manager):
-    """ReplicasInfoManagerTest.testSerialize, through our persistence: the event log (see the module docstring)."""
+    """ReplicasInfoManagerTest.testSerialize: ``serialize`` the state of ``mockMetaData``, ``deserializeFrom`` into a
+    new manager, and find the same tables (here every field: cluster name, ids, addresses, check codes, the next-id
+    counter, master, epochs and SyncStateSet)."""
+    m.mock_meta_data()
+    data = m.rim.serialize()
+    restored = ReplicasInfoManager(enable_elect_unclean_master=False)
+    restored.deserialize_from(data)
+
+    assert sorted(restored.replica_info_table) == sorted(m.rim.replica_info_table) == [BROKER_NAME]
+    assert sorted(restored.sync_state_set_info_table) == sorted(m.rim.sync_state_set_info_table) == [BROKER_NAME]
+    assert restored.replica_info_table == m.rim.replica_info_table
+    assert restored.sync_state_set_info_table == m.rim.sync_state_set_info_table
+    replicas = restored.replica_info_table[BROKER_NAME]
+    info = restored.sync_state_set_info_table[BROKER_NAME]
+    assert (replicas.cluster_name, info.cluster_name, replicas.next_assign_broker_id) == (CLUSTER, CLUSTER, 4)
+    assert replicas.broker_id_info == {1: (IP[0], f"{IP[0]};1"), 2: (IP[1], f"{IP[1]};2"), 3: (IP[2], f"{IP[2]};3")}
+    assert (info.master_broker_id, info.master_epoch, info.sync_state_set_epoch, info.sync_state_set) == (
+        1, 1, 2, {1, 2, 3})
+    assert restored.serialize() == data  # deterministic: equal states, equal bytes
+
+
+def test_deserialize_replaces_the_whole_state(m: Manager):
+    """deserializeFrom clears both tables first; a set the snapshot lacks is gone, a half-present set (one table only,
+    after a partial clean) comes back half-present, and the restored manager answers as the original does."""
+    m.mock_meta_data()
+    m.apply([CleanBrokerDataEvent(BROKER_NAME, frozenset({3}))])  # id 3 leaves both tables
+    other = _half_present()
+    other.deserialize_from(m.rim.serialize())
+    assert other.snapshot() == m.rim.snapshot()
+    assert other.get_replica_info(BROKER_NAME).header == m.rim.get_replica_info(BROKER_NAME).header
+    assert other.get_next_broker_id(CLUSTER, BROKER_NAME).header["nextBrokerId"] == 4
+
+    half = ReplicasInfoManager()
+    half.deserialize_from(_half_present().serialize())
+    assert (sorted(half.replica_info_table), sorted(half.sync_state_set_info_table)) == (["broker-set-b"], [])
+    replicas = half.replica_info_table["broker-set-b"]
+    assert (replicas.cluster_name, replicas.broker_id_info, replicas.next_assign_broker_id) == (
+        "cluster-b", {2: ("h:2", "h:2;8")}, 3)
+    with pytest.raises(ValueError):
+        half.deserialize_from(m.rim.serialize()[:-3])
+
+
+def _half_present() -> ReplicasInfoManager:
+    """A set in the replica table only: ids 1 and 2, 1 elected, then 1 cleaned (the SSS {1} empties and goes)."""
+    rim = ReplicasInfoManager()
+    rim.apply_event(ApplyBrokerIdEvent("cluster-b", "broker-set-b", "h:1", 1, "h:1;9"))
+    rim.apply_event(ApplyBrokerIdEvent("cluster-b", "broker-set-b", "h:2", 2, "h:2;8"))
+    rim.apply_event(ElectMasterEvent(True, "broker-set-b", 1))
+    rim.apply_event(CleanBrokerDataEvent("broker-set-b", frozenset({1})))
+    assert (sorted(rim.replica_info_table), sorted(rim.sync_state_set_info_table)) == (["broker-set-b"], [])
+    return rim
+
+
+def test_event_log_replays_to_the_same_state(m: Manager):
+    """The DLedger controller's persistence: the event log, each event through its JSON form, replayed into a fresh
+    manager gives the same state."""
     m.mock_meta_data()
     data = json.dumps([event.to_dict() for event in m.log])
 

@@ -16,7 +16,12 @@ results. Rules (``JRaftController``, ``JRaftControllerStateMachine``,
   result whenever it applies the entry. Switch ``jraft-apply-local-time`` reads the applying node's clock instead.
 * **Heartbeats** (``onBrokerHeartBeat``): the live info is stamped with the receiving leader's clock; a new entry
   keeps everything it carries (``DefaultBrokerHeartbeatManager`` drops confirmOffset, this does not); an existing
-  one refreshes timestamp, timeout and priority, and (epoch, maxOffset, confirmOffset) move only forward.
+  one refreshes timestamp, timeout and priority, and (epoch, maxOffset, confirmOffset) move only forward. The key
+  keeps a null brokerId as null (the live info says -1; a later lookup with it throws, as in
+  ``DefaultBrokerHeartbeatManager``). The receiving node maps *every* channel a heartbeat came
+  on to the identity (``brokerChannelIdentityInfoMap.put``), so after a broker reconnects on a new connection,
+  closing either the old or the new one logs a ``BROKER_CLOSE_CHANNEL_REQUEST`` that removes the live entry
+  (unlike ``DefaultBrokerHeartbeatManager``, whose entry keeps its first channel only).
 * **The scan** (``RaftBrokerHeartBeatManager.scanNotActiveBroker``, every ``scanNotActiveBrokerInterval`` on the
   leader, first after 2 s, skipped until ``jRaftScanWaitTimeoutMs`` after the first heartbeat the node received)
   is an entry stamped with ``checkTimeMillis``: at apply, expired entries leave the table, and the sets that
@@ -26,18 +31,26 @@ results. Rules (``JRaftController``, ``JRaftControllerStateMachine``,
 Simplifications (docs/fidelity.md, part 1): ``invokeTime`` is the request's arrival at the controller (RocketMQ
 stamps it where the header is built, the broker's clock for broker requests, earlier by the one-way delay); the
 leader's liveness reads for ``notifyBrokerRoleChanged`` read its applied table instead of a
-``GET_BROKER_LIVE_INFO_REQUEST`` round; snapshots are not taken (a restarted node re-applies its log).
+``GET_BROKER_LIVE_INFO_REQUEST`` round.
+
+Snapshots (``[controller] jRaftSnapshotIntervalSecs``, off by default): ``serialize_state`` is
+``RaftReplicasInfoManager.serialize`` (the ``ReplicasInfoManager`` tables, then the live table), what
+``JRaftControllerStateMachine.onSnapshotSave`` writes and ``onSnapshotLoad`` reads back (``load_state``); when a node
+saves one and drops its log, and when a follower installs the leader's, is ``raft.py``'s (sofa-jraft's
+``SnapshotExecutorImpl``, ``LogManagerImpl.setSnapshot``, ``Replicator.installSnapshot``).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+import struct
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..codes import INT_MAX
 from .elect_policy import BrokerLiveInfo, ElectionFailed, ElectPolicy
-from .heartbeat import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, Identity
-from .replicas_info import ControllerResult, ReplicasInfoManager, RequestEntry
+from .heartbeat import DEFAULT_BROKER_CHANNEL_EXPIRED_TIME, Identity, lookup
+from .replicas_info import ControllerResult, ReplicasInfoManager, RequestEntry, get_int, get_sized, put_sized
 
 LIVENESS_OPS = frozenset({"heartbeat", "closeChannel"})  # entries that only feed the live table
 
@@ -48,22 +61,23 @@ class RaftLiveTable:
     def __init__(self) -> None:
         self.table: dict[Identity, BrokerLiveInfo] = {}
 
-    def is_active(self, cluster: str, name: str, broker_id: int, at: int) -> bool:
-        info = self.table.get((cluster, name, broker_id))
+    def is_active(self, cluster: str, name: str, broker_id: int | None, at: int) -> bool:
+        info = lookup(self.table, (cluster, name, broker_id))
         return info is not None and info.last_update_timestamp + info.heartbeat_timeout_millis >= at
 
-    def live_info(self, cluster: str, name: str, broker_id: int) -> BrokerLiveInfo | None:
-        return self.table.get((cluster, name, broker_id))
+    def live_info(self, cluster: str, name: str, broker_id: int | None) -> BrokerLiveInfo | None:
+        return lookup(self.table, (cluster, name, broker_id))
 
     def on_heartbeat(self, a: dict[str, Any], stamp: int) -> None:
-        key = (a["clusterName"], a["brokerName"], -1 if a.get("brokerId") is None else a["brokerId"])
-        new = BrokerLiveInfo(a["brokerName"], a.get("brokerAddr", ""), key[2], stamp,
+        # the key keeps the id as the request names it, null included; the live info holds realBrokerId (-1 for null)
+        key = (a["clusterName"], a["brokerName"], a.get("brokerId"))
+        new = BrokerLiveInfo(a["brokerName"], a.get("brokerAddr", ""), -1 if key[2] is None else key[2], stamp,
                              a.get("heartbeatTimeoutMills") or DEFAULT_BROKER_CHANNEL_EXPIRED_TIME,
                              -1 if a.get("epoch") is None else a["epoch"],
                              -1 if a.get("maxOffset") is None else a["maxOffset"],
                              -1 if a.get("confirmOffset") is None else a["confirmOffset"],
                              INT_MAX if a.get("electionPriority") is None else a["electionPriority"])
-        prev = self.table.get(key)
+        prev = lookup(self.table, key)  # computeIfAbsent compares keys as get does
         if prev is None:
             self.table[key] = new
             return
@@ -72,6 +86,27 @@ class RaftLiveTable:
         if new.epoch > info.epoch or (new.epoch == info.epoch and new.max_offset > info.max_offset):
             info = replace(info, epoch=new.epoch, max_offset=new.max_offset, confirm_offset=new.confirm_offset)
         self.table[key] = info
+
+    def serialize(self) -> bytes:
+        """The live table's part of ``RaftReplicasInfoManager.serialize``: a 4-byte count, then per entry the
+        identity and the live info, each behind a 4-byte length (canonical JSON where RocketMQ has Hessian; entries
+        in identity order)."""
+        out = bytearray(struct.pack(">i", len(self.table)))
+        for key in sorted(self.table, key=lambda k: (k[0], k[1], -2 if k[2] is None else k[2])):
+            put_sized(out, json.dumps(list(key), separators=(",", ":")).encode())
+            put_sized(out, json.dumps(asdict(self.table[key]), sort_keys=True, separators=(",", ":")).encode())
+        return bytes(out)
+
+    def deserialize_from(self, data: bytes, pos: int = 0) -> int:
+        """Clear the table and load it from ``serialize``'s bytes at ``pos``; the position after them."""
+        self.table.clear()
+        count, pos = get_int(data, pos)
+        for _ in range(count):
+            key_b, pos = get_sized(data, pos)
+            info_b, pos = get_sized(data, pos)
+            cluster, name, broker_id = json.loads(key_b)
+            self.table[(cluster, name, broker_id)] = BrokerLiveInfo(**json.loads(info_b))
+        return pos
 
     def check_not_active(self, check_time: int, rim: ReplicasInfoManager) -> list[list[Any]]:
         """``checkNotActiveBroker``: remove the expired entries; report them and the QUIRK's sets."""
@@ -82,6 +117,25 @@ class RaftLiveTable:
         reported = {k[1] for k in expired}
         sets = rim.scan_need_reelect_broker_sets(lambda c, n, i: not self.is_active(c, n, i, check_time))
         return [list(k) for k in expired] + [[None, name, None] for name in sets if name not in reported]
+
+
+def serialize_state(rim: ReplicasInfoManager, live: RaftLiveTable) -> bytes:
+    """``RaftReplicasInfoManager.serialize``: the tables' bytes behind a 4-byte length, then the live table."""
+    out = bytearray()
+    put_sized(out, rim.serialize())
+    return bytes(out + live.serialize())
+
+
+def load_state(rim: ReplicasInfoManager, live: RaftLiveTable, data: bytes) -> None:
+    """``RaftReplicasInfoManager.deserializeFrom``: the whole applied state from ``serialize_state``'s bytes."""
+    try:
+        tables, pos = get_sized(data, 0)
+        rim.deserialize_from(tables)
+        pos = live.deserialize_from(data, pos)
+    except (struct.error, KeyError, TypeError) as exc:
+        raise ValueError(f"deserialize the JRaft controller state: {exc}") from exc
+    if pos != len(data):
+        raise ValueError(f"deserialize: {len(data) - pos} bytes left over")
 
 
 def request(op: str, stamp: int, **args: Any) -> RequestEntry:

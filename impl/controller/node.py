@@ -12,7 +12,9 @@ Rules (``ControllerManager``, ``DLedgerController.EventScheduler`` / ``appendToD
   the request is still queued and will run. A SUCCESS elect is followed by ``notifyBrokerRoleChanged``.
 * A non-leader answers CONTROLLER_NOT_LEADER. A node becomes leader after an empty entry commits; only the
   leader runs the inactive-master scan and acts on ``onBrokerInactive``.
-* Heartbeats (oneway) go to the heartbeat manager at once; a closed channel reports the broker inactive.
+* Heartbeats (oneway) go to the heartbeat manager at once; a closed channel reports the broker inactive. A channel
+  is one connection (the driver names it: the simulator, the sender and its incarnation); the DLedger flavour's
+  entry keeps the channel it was created on, the JRaft flavour maps every channel a heartbeat came on.
   ``onBrokerInactive``: unknown id -> trigger an election; else ask replica info and trigger only when the
   inactive broker is the master. ``triggerElectMaster`` makes up to ``electMasterMaxRetryCount`` controller
   -triggered attempts (each may append a not-elected event: QUIRK, mE can rise by 3).
@@ -33,28 +35,35 @@ from typing import Any
 from .. import bugs as B
 from ..codes import RequestCode, ResponseCode
 from ..config import ControllerConfig
-from ..observations import CtlApply
+from ..observations import CtlApply, CtlReplay
 from ..rng import DetRng
-from ..runtime import Actor, Await, Command, Executor, Future, Job, Periodic, response_to
+from ..runtime import Actor, Await, Command, Executor, Future, Job, Periodic, Steps, response_to
 from .elect_policy import ElectionFailed, ElectPolicy
 from .heartbeat import BrokerHeartbeatManager, Identity
-from .jraft import LIVENESS_OPS, RaftLiveTable, execute, request
+from .jraft import LIVENESS_OPS, RaftLiveTable, execute, load_state, request, serialize_state
 from .log import LogEntry
 from .raft import LEADER, RaftState, Replication
 from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager, RequestEntry
 
 _RAFT: dict[int, str] = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
-         RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply"}
+                         RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply",
+                         RequestCode.RAFT_INSTALL_SNAPSHOT: "on_install_snapshot"}
 WAIT_TIMEOUT_OUT = 5000  # ControllerRequestProcessor.WAIT_TIMEOUT_OUT (s -> ms)
 TRIGGER_WAIT = 3000  # ControllerManager.triggerElectMaster: future.get(3, SECONDS)
 
 
 @dataclass
 class ControllerDisk:
-    """What survives a controller crash: the replicated log (DLedger keeps no snapshots)."""
+    """What survives a controller crash: the replicated log (DLedger keeps no snapshots), and a JRaft node's last
+    snapshot (``[controller] jRaftSnapshotIntervalSecs``): its data, the entries it covers and the term of the last
+    one; the log's entries below ``first_index`` are gone (their slots hold placeholders that keep only the term)."""
 
     entries: list[LogEntry] = field(default_factory=list)
     raft: RaftState = field(default_factory=RaftState)  # term and vote of a replicated group's node
+    snapshot: bytes | None = None
+    snapshot_index: int = 0
+    snapshot_term: int = 0
+    first_index: int = 0
 
 
 class ControllerNode(Actor):
@@ -75,31 +84,46 @@ class ControllerNode(Actor):
         self.extra_commit_latency = 0
         self.extra_commit_until = -1
         self.scheduler = Executor(self, "EventScheduler")
+        self._scheduler_wait: Future | None = None  # the scheduler's append wait, which stopScheduling interrupts
         self.scan_inactive_master: Periodic | None = None
         self.elect_policy = self._policy()
         # a node of a replicated group ([cluster] controllers > 1); None: this node stands for the whole group
         self.repl = Replication(self, peers, self._on_raft_leader, self._on_raft_follower) \
             if peers and len(peers) > 1 else None
+        if self.repl is not None:  # a group's node schedules only while it leads (startScheduling)
+            self.scheduler.stop()
         # [controller] controllerType = jRaft (impl/controller/jraft.py): requests are the entries, validated at apply
         self.jraft = cfg.controller_type == "jRaft"
         self.live = RaftLiveTable()  # jRaft: the replicated live table (the DLedger flavour uses ``heartbeats``)
         self.first_heartbeat = -1  # jRaft: RaftBrokerHeartBeatManager.firstReceivedHeartbeatTime
         self.channels: dict[str, Identity] = {}  # jRaft: brokerChannelIdentityInfoMap (channel -> identity)
+        self._channel: str | None = None  # the connection the message being handled came on (``on_message``)
 
     # ------------------------------------------------------------------------------- lifecycle
 
     def start(self) -> None:
-        """Replay the log (``onSnapshotLoad`` returns false: state is rebuilt from entries), then lead."""
+        """Replay the log (DLedger's ``onSnapshotLoad`` returns false: state is rebuilt from entries; a JRaft node
+        loads its last snapshot first, ``onSnapshotLoad``, and replays the entries after it), then lead."""
         replayed = 0
-        for entry in self.disk.entries:
+        skip = 0
+        if self.disk.snapshot is not None:
+            load_state(self.rim, self.live, self.disk.snapshot)
+            self.applied = skip = self.disk.snapshot_index
+        for entry in self.disk.entries[skip:]:
             if entry.committed:
                 self._apply(entry, replay=True)
                 replayed += 1
-        self.emit({"k": "ctl.replay", "entries": replayed, "state": self.rim.snapshot()})
+        replay: CtlReplay = {"k": "ctl.replay", "entries": replayed, "state": self.rim.snapshot()}
+        if self.disk.snapshot is not None:
+            replay["snapshot"] = skip
+        self.emit(replay)
         Periodic(self, "scanNotActiveBroker", 2000, self.cfg.scan_not_active_broker_interval,
                  self._jraft_scan if self.jraft else self._scan_not_active_broker)
         if self.repl is not None:  # a follower until an election says otherwise; uncommitted entries wait for one
             self.repl.start()
+            interval = self.cfg.jraft_snapshot_interval_secs * 1000
+            if self.jraft and interval > 0:  # NodeImpl's snapshotTimer: the first in [T/2, T), then every T
+                self.after(self.rng.fork("jraft-snapshot").between(interval // 2, interval - 1), self._snapshot_tick)
             return
         # uncommitted entries left by the previous incarnation commit in order on the new leader
         for entry in self.disk.entries:
@@ -122,8 +146,12 @@ class ControllerNode(Actor):
             if ok:
                 break
         if self.repl is not None and (self.repl.role != LEADER or self.repl.state.term != term):
+            # deposed while it waited (its empty entry may even have completed with TERM_CHANGED on a later
+            # leadership): RocketMQ would start scheduling here, and the FOLLOWER / CANDIDATE handlers queued behind
+            # this one on the handler's single thread stop it at once; the kit skips that instant
             return
         self.leader = True
+        self.scheduler.start()  # startScheduling (requests queued before a stopScheduling run now)
         if self.repl is not None:
             self.emit({"k": "ctl.leader", "node": self.name, "term": self.repl.state.term})
         else:
@@ -155,16 +183,38 @@ class ControllerNode(Actor):
         self.spawn("RoleChangeHandler", self._become_leader())
 
     def _on_raft_follower(self) -> None:
-        """RoleChangeHandler.handle(FOLLOWER): stop serving and scanning."""
+        """RoleChangeHandler.handle(FOLLOWER / CANDIDATE): stop serving and scanning. ``stopScheduling`` shuts the
+        EventScheduler down with an interrupt (``ServiceThread.shutdown(true)``): the request whose append it waits
+        for fails at once (``appendToDLedgerAndWait``'s ``get`` throws; the request is cancelled), and the requests
+        still queued wait in the queue for the next ``startScheduling``."""
         self.leader = False
+        if not self.jraft:
+            self.scheduler.stop()
+            if self._scheduler_wait is not None:
+                self._scheduler_wait.cancel()
         if self.scan_inactive_master is not None:
             self.scan_inactive_master.cancel()
             self.scan_inactive_master = None
         self.emit({"k": "ctl.follower", "node": self.name})
 
+    def _snapshot_tick(self) -> None:
+        self.after(self.cfg.jraft_snapshot_interval_secs * 1000, self._snapshot_tick)
+        if self.repl is not None:
+            self.repl.save_snapshot(serialize_state(self.rim, self.live))
+
+    def install_snapshot(self, data: bytes, index: int) -> None:
+        """``onSnapshotLoad`` of a snapshot installed from the leader: the applied state becomes the snapshot's."""
+        load_state(self.rim, self.live, data)
+        self.applied = index
+
     def apply_committed(self, entry: LogEntry) -> None:
-        """A committed entry of the replicated log, applied in order on this node."""
-        entry.future.complete(self._apply(entry))
+        """A committed entry of the replicated log, applied in order on this node. DLedger completes the append's
+        future only if this node appended it as leader in its *current* term (``completeResponseFuture``)."""
+        value = self._apply(entry)
+        if self.repl is not None and not self.jraft:
+            self.repl.complete_pending(entry.index, value)
+            return
+        entry.future.complete(value)
 
     def _append(self, events: list[EventMessage | RequestEntry | None], ctx: dict[str, Any]) -> list[LogEntry]:
         if self.repl is not None:
@@ -270,8 +320,13 @@ class ControllerNode(Actor):
 
     def _submit(self, name: str, supplier: Callable[[], ControllerResult], is_write: bool,
                 ctx: dict[str, Any]) -> Future:
-        """``EventScheduler.appendEvent``: a future completed with the result, or cancelled (``None``)."""
+        """``EventScheduler.appendEvent``: a future completed with the result, or cancelled (``None``); a node that
+        does not lead answers CONTROLLER_NOT_LEADER at once."""
         fut = Future()
+        if not self.leader:
+            fut.complete(ControllerResult().fail(ResponseCode.CONTROLLER_NOT_LEADER,
+                                                 "The controller is not in leader state"))
+            return fut
         self.scheduler.submit(self._run_event(name, supplier, is_write, ctx, fut))
         return fut
 
@@ -296,15 +351,31 @@ class ControllerNode(Actor):
         if is_write and result.events:
             ctx = dict(ctx, op=name, code=int(result.code), validatedAt=self.now)
             entries = self._append(list(result.events), ctx)
-            ok = yield Await(entries[-1].future, self.cfg.append_wait_timeout)
+            ok = yield from self._append_wait(entries[-1].future)
         elif self.cfg.is_process_read_event:
             entry = self._append([None], {"op": name})[-1]
-            ok = yield Await(entry.future, self.cfg.append_wait_timeout)
+            ok = yield from self._append_wait(entry.future)
         if ok:
             fut.complete(result)
         else:
             self.emit({"k": "ctl.append-timeout", "op": name})
             fut.cancel()
+
+    def _append_wait(self, future: Future) -> Steps[bool]:
+        """``appendToDLedgerAndWait``'s ``get(5 s)``: true on any normal completion (the response code is not read),
+        false on a timeout or, in a group, when ``stopScheduling`` interrupts it."""
+        ok: bool
+        if self.repl is None:
+            ok = yield Await(future, self.cfg.append_wait_timeout)
+            return ok
+        wait = self._scheduler_wait = Future()
+        future.add_done_callback(wait.complete)
+        try:
+            ok = yield Await(wait, self.cfg.append_wait_timeout)
+            return ok
+        finally:
+            if self._scheduler_wait is wait:
+                self._scheduler_wait = None
 
     # ------------------------------------------------------------------------ request processing
 
@@ -470,26 +541,36 @@ class ControllerNode(Actor):
 
     # --------------------------------------------------------------------------------- heartbeats
 
+    def on_message(self, src: str, cmd: Command, channel: str | None = None) -> None:
+        self._channel = channel  # a heartbeat's channel is its connection (``ctx.channel()``), not its sender
+        try:
+            super().on_message(src, cmd, channel)
+        finally:
+            self._channel = None
+
     def _handle_heartbeat(self, src: str, cmd: Command) -> None:
         h = cmd.header
         if h.get("brokerId") is None:  # CONTROLLER_INVALID_REQUEST; a oneway caller never sees it
             return
+        channel = self._channel or src  # the connection it came on (a driver that names none: one per sender)
         if self.jraft:  # RaftBrokerHeartBeatManager.onBrokerHeartbeat: through Raft, stamped with this node's clock
             if self.first_heartbeat < 0:
                 self.first_heartbeat = self.now
             self._jraft_propose("heartbeat", {k: h.get(k) for k in (
                 "clusterName", "brokerName", "brokerAddr", "brokerId", "heartbeatTimeoutMills", "epoch",
                 "maxOffset", "confirmOffset", "electionPriority")})
-            self.channels[src] = (h.get("clusterName", ""), h["brokerName"], h["brokerId"])
+            self.channels[channel] = (h.get("clusterName", ""), h["brokerName"], h["brokerId"])
             return
         self.heartbeats.on_broker_heartbeat(
             self.now, h.get("clusterName", ""), h["brokerName"], h.get("brokerAddr", ""), h.get("brokerId"),
-            h.get("heartbeatTimeoutMills"), src, h.get("epoch"), h.get("maxOffset"), h.get("confirmOffset"),
+            h.get("heartbeatTimeoutMills"), channel, h.get("epoch"), h.get("maxOffset"), h.get("confirmOffset"),
             h.get("electionPriority"))
 
-    def on_channel_closed(self, peer: str) -> None:
+    def on_channel_closed(self, peer: str, channel: str | None = None) -> None:
+        """``BrokerHousekeepingService.onChannelClose`` / ``onChannelIdle`` -> ``onBrokerChannelClose(channel)``."""
+        chan = peer if channel is None else channel
         if self.jraft:
-            found = self.channels.get(peer)
+            found = self.channels.get(chan)
             if found is None:
                 return
             known = found
@@ -498,12 +579,12 @@ class ControllerNode(Actor):
 
             def closed(result: ControllerResult | None) -> None:  # onBrokerChannelClose: SUCCESS, then inactive
                 if result is not None and result.code == ResponseCode.SUCCESS:
-                    self.channels.pop(peer, None)
+                    self.channels.pop(chan, None)
                     self.on_broker_inactive(*known)
 
             fut.add_done_callback(closed)
             return
-        ident = self.heartbeats.on_broker_channel_close(peer)
+        ident = self.heartbeats.on_broker_channel_close(chan)
         if ident is not None:
             self.on_broker_inactive(*ident)
 

@@ -18,6 +18,14 @@ Everything that decides who leads, what is committed and what is applied lives h
   lag the commit position, and the DLedger flavour validates requests on the applied state.
 * A higher term anywhere makes a node a follower of that term; a leader that has not heard a majority acknowledge
   its pushes for ``MAX_HEARTBEAT_LEAK`` heartbeats steps down (``DLedgerLeaderElector.maintainAsLeader``).
+* JRaft snapshots (``[controller] jRaftSnapshotIntervalSecs``; sofa-jraft 1.3.14, which RocketMQ 5.3.3 uses): each
+  node saves its applied state on its own timer (``SnapshotExecutorImpl.doSnapshot``: nothing new since the last
+  one, no snapshot) and then drops its log up to its *previous* snapshot (``LogManagerImpl.setSnapshot``:
+  ``truncatePrefix(savedLastSnapshotIndex + 1)``). A leader that would push to a follower from an entry it no
+  longer has (the entry before it compacted: ``Replicator.fillCommonFields`` finds term 0) sends its snapshot
+  instead (``installSnapshot``); the follower loads it (``onSnapshotLoad``), takes it as applied and committed, and
+  keeps its log after it if its entry at the snapshot's last index has the snapshot's term, else starts its log
+  there (``setSnapshot``: ``truncatePrefix`` / ``reset``).
 
 The invariants this keeps are CTL-ONE-LEADER-PER-TERM and CTL-APPLY-PREFIX (``impl/invariants/``); the
 controller's request handling on top of it is ``impl/controller/node.py``.
@@ -31,9 +39,9 @@ from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
 from ..codes import RequestCode
-from ..runtime import Command
+from ..runtime import Command, Future
 from .log import LogEntry
-from .replicas_info import event_from_dict
+from .replicas_info import entry_from_dict
 
 if TYPE_CHECKING:
     from .node import ControllerNode
@@ -45,6 +53,8 @@ MAX_HEARTBEAT_LEAK = 3  # DLedgerConfig.maxHeartBeatLeak: a leader without a maj
 MAX_PUSH = 64  # entries per push
 
 FOLLOWER, CANDIDATE, LEADER = "follower", "candidate", "leader"
+TERM_CHANGED = "TERM_CHANGED"  # DLedgerResponseCode.TERM_CHANGED: a pending append completed, normally, with this code
+_COMPACTED = {"compacted": True}  # the context of a placeholder left where a compacted entry was
 
 
 @dataclass
@@ -80,6 +90,9 @@ class Replication:
         self._commit_timer: int | None = None
         self._on_leader = on_leader
         self._on_follower = on_follower
+        # DLedgerEntryPusher.pendingAppendResponsesByTerm: term -> index -> the future of an append this node made
+        # as leader (DLedger flavour; a JRaft entry's closure completes when the entry applies here)
+        self.pending: dict[int, dict[int, Future]] = {}
 
     # ------------------------------------------------------------------------------------ helpers
     @property
@@ -88,7 +101,20 @@ class Replication:
 
     def _last(self) -> tuple[int, int]:
         """(last index + 1, last term)."""
+        if self.node.disk.first_index:  # a JRaft log compacted behind a snapshot
+            n = len(self.entries)
+            return n, self._term_at(n - 1) or 0
         return len(self.entries), self.entries[-1].term if self.entries else 0
+
+    def _term_at(self, pos: int) -> int | None:
+        """The term of the entry at ``pos`` (0 before the log), or ``None`` when it was compacted away
+        (``LogManager.getTerm`` answers 0 below the first index, except at the last snapshot's index)."""
+        disk = self.node.disk
+        if pos < 0:
+            return 0
+        if pos >= disk.first_index:
+            return self.entries[pos].term
+        return disk.snapshot_term if pos == disk.snapshot_index - 1 else None
 
     def _send(self, dst: str, code: RequestCode, body: dict[str, Any]) -> None:
         self.node.send(dst, Command(code, 0, {"term": self.state.term, "from": self.node.name}, body, oneway=True))
@@ -168,12 +194,35 @@ class Replication:
         self.node.emit({"k": "ctl.elected", "term": self.state.term})
         self._heartbeat()
         self._on_leader()
+        self._complete_other_terms()
+
+    def _complete_other_terms(self) -> None:
+        """``QuorumAckChecker.doWork`` on a leader: every pending append of another term completes, as a *normal*
+        completion, with code TERM_CHANGED, whatever became of its entry (``DLedgerController
+        .appendToDLedgerAndWait`` ignores the code)."""
+        stale = {t: futures for t, futures in self.pending.items() if t != self.state.term}
+        for t, futures in sorted(stale.items()):
+            del self.pending[t]
+            self.node.emit({"k": "ctl.term-changed", "node": self.node.name, "term": self.state.term, "oldTerm": t,
+                            "indexes": sorted(futures)})
+            for index in sorted(futures):
+                futures[index].complete(TERM_CHANGED)
+
+    def complete_pending(self, index: int, value: Any) -> None:
+        """``DLedgerEntryPusher.completeResponseFuture(index)`` once the entry applied: only the *current* term's
+        pending append at that index completes (an append of an earlier term waits for TERM_CHANGED)."""
+        future = self.pending.get(self.state.term, {}).pop(index, None)
+        if future is not None:
+            future.complete(value)
 
     # ------------------------------------------------------------------------------------ pushing
     def append(self, entry: LogEntry) -> None:
-        """The leader appends an entry of its term and pushes it at once."""
+        """The leader appends an entry of its term and pushes it at once (``DLedgerServer.handleAppend``; its
+        future waits in the pending map, ``waitAck``)."""
         entry.term = self.state.term
         self.entries.append(entry)
+        if not self.node.jraft:
+            self.pending.setdefault(entry.term, {})[entry.index] = entry.future
         for p in self.peers:
             self._push(p)
         self._advance_commit()
@@ -194,7 +243,10 @@ class Replication:
 
     def _push(self, peer: str) -> None:
         start = self.next_index.get(peer, len(self.entries))
-        prev_term = self.entries[start - 1].term if start > 0 else 0
+        prev_term = self._term_at(start - 1)
+        if prev_term is None:  # Replicator.fillCommonFields: "logIndex was compacted" -> installSnapshot
+            self._send_snapshot(peer)
+            return
         batch = [[e.term, None if e.event is None else e.event.to_dict(), e.ctx]
                  for e in self.entries[start:start + MAX_PUSH]]
         self._send(peer, RequestCode.RAFT_APPEND, {"prevIndex": start, "prevTerm": prev_term, "entries": batch,
@@ -210,23 +262,82 @@ class Replication:
             self._reset_election()
         prev = body["prevIndex"]
         entries = self.entries
-        if prev > len(entries) or (prev > 0 and entries[prev - 1].term != body["prevTerm"]):
+        first = self.node.disk.first_index  # below it: compacted, committed, the same on every node
+        if prev > len(entries) or (prev > 0 and self._term_at(prev - 1) not in (None, body["prevTerm"])):
             hint = len(entries) if prev > len(entries) else prev - 1  # where the leader should push from
             self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": False, "match": hint})
             return
         for i, (eterm, event, ctx) in enumerate(body["entries"]):
             idx = prev + i
+            if idx < first:
+                continue
             if idx < len(entries):
                 if entries[idx].term == eterm:
                     continue
                 assert idx >= self.commit, "a committed entry conflicts"
                 del entries[idx:]
-            entries.append(LogEntry(idx, None if event is None else event_from_dict(event), ctx, 0, term=eterm))
+            entries.append(LogEntry(idx, None if event is None else entry_from_dict(event), ctx, 0, term=eterm))
         match = prev + len(body["entries"])
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": match})
         new_commit = min(body["commit"], match)
         if new_commit > self.commit:
             self._mark_committed(new_commit)
+
+    # ---------------------------------------------------------------------------- JRaft snapshots
+    def save_snapshot(self, data: bytes) -> None:
+        """``onSnapshotSave`` of this node's applied state, then ``LogManagerImpl.setSnapshot``: the log is dropped
+        up to the previous snapshot (the entries since it stay for followers that need them)."""
+        disk, applied = self.node.disk, self.node.applied
+        if applied <= disk.snapshot_index:  # nothing applied since the last snapshot
+            return
+        previous = disk.snapshot_index
+        disk.snapshot, disk.snapshot_index, disk.snapshot_term = data, applied, self.entries[applied - 1].term
+        self._compact(previous)
+        self.node.emit({"k": "ctl.snapshot", "node": self.node.name, "index": applied, "firstIndex": disk.first_index})
+
+    def _compact(self, upto: int) -> None:
+        """Drop the entries below ``upto``: their slots keep only the term (nothing reads the rest again)."""
+        disk = self.node.disk
+        for pos in range(disk.first_index, upto):
+            old = self.entries[pos]
+            self.entries[pos] = LogEntry(pos, None, _COMPACTED, 0, committed=True, term=old.term)
+        disk.first_index = max(disk.first_index, upto)
+
+    def _send_snapshot(self, peer: str) -> None:
+        disk = self.node.disk
+        assert disk.snapshot is not None, "a compacted log without a snapshot"
+        self._send(peer, RequestCode.RAFT_INSTALL_SNAPSHOT,
+                   {"index": disk.snapshot_index, "lastTerm": disk.snapshot_term, "data": disk.snapshot.hex()})
+
+    def on_install_snapshot(self, src: str, term: int, body: dict[str, Any]) -> None:
+        """The follower's side of ``installSnapshot``: load the leader's snapshot (``onSnapshotLoad``), take it as
+        applied and committed, and fix up the log (``LogManagerImpl.setSnapshot``); answer as a push would."""
+        if term < self.state.term:
+            self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": False, "match": 0})
+            return
+        if term > self.state.term or self.role != FOLLOWER or self.leader_id != src:
+            self._become_follower(term, src)
+        else:
+            self._reset_election()
+        index, last_term = body["index"], body["lastTerm"]
+        disk = self.node.disk
+        if index > self.node.applied:
+            data = bytes.fromhex(body["data"])
+            self.node.install_snapshot(data, index)
+            keep = index <= len(self.entries) and self.entries[index - 1].term == last_term
+            previous = disk.snapshot_index
+            disk.snapshot, disk.snapshot_index, disk.snapshot_term = data, index, last_term
+            if keep:  # setSnapshot: the log holds the snapshot's last entry; drop it up to the previous snapshot
+                self._compact(previous)
+            else:  # truncatePrefix / reset: the log starts after the snapshot
+                del self.entries[min(index, len(self.entries)):]
+                while len(self.entries) < index:
+                    self.entries.append(LogEntry(len(self.entries), None, _COMPACTED, 0, committed=True, term=0))
+                self._compact(index)
+            if index > self.commit:
+                self._mark_committed(index)
+            self.node.emit({"k": "ctl.install-snapshot", "node": self.node.name, "index": index, "kept": keep})
+        self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": index})
 
     def on_append_reply(self, src: str, term: int, body: dict[str, Any]) -> None:
         if term > self.state.term:

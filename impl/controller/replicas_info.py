@@ -26,9 +26,11 @@ each entry in log order. Invariants over this state (CTL-*) are in ``impl/invari
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import json
+import struct
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import bugs as B
 from ..codes import FIRST_BROKER_CONTROLLER_ID, ResponseCode
@@ -44,6 +46,8 @@ from .elect_policy import ElectPolicy
 
 AlivePredicate = Callable[[str, str, int], bool]
 """``BrokerValidPredicate.check(clusterName, brokerName, brokerId)``."""
+
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------------------------- state
@@ -204,8 +208,8 @@ class RequestEntry:
         return {"type": "Request", "op": self.op, "args": dict(self.args), "stamp": self.stamp}
 
 
-def event_from_dict(d: dict[str, Any]) -> EventMessage | RequestEntry:
-    """Inverse of ``to_dict`` (used when a trace or a TLC counterexample is replayed)."""
+def event_from_dict(d: dict[str, Any]) -> EventMessage:
+    """Inverse of ``to_dict`` (used when a trace or a TLC counterexample is replayed, or a real controller's log)."""
     t = d["type"]
     if t == "AlterSyncStateSet":
         return AlterSyncStateSetEvent(d["brokerName"], frozenset(d["newSyncStateSet"]))
@@ -219,9 +223,14 @@ def event_from_dict(d: dict[str, Any]) -> EventMessage | RequestEntry:
         return CleanBrokerDataEvent(d["brokerName"], None if ids is None else frozenset(ids))
     if t == "UpdateBrokerAddress":
         return UpdateBrokerAddressEvent(d["clusterName"], d["brokerName"], d["brokerAddress"], d["brokerId"])
-    if t == "Request":
-        return RequestEntry(d["op"], tuple(sorted(d["args"].items())), d["stamp"])
     raise ValueError(f"unknown controller event type {t!r}")
+
+
+def entry_from_dict(d: dict[str, Any]) -> EventMessage | RequestEntry:
+    """A replicated log entry's payload from its ``to_dict``: an event (DLedger), or a request (JRaft)."""
+    if d["type"] == "Request":
+        return RequestEntry(d["op"], tuple(sorted(d["args"].items())), d["stamp"])
+    return event_from_dict(d)
 
 
 @dataclass
@@ -528,10 +537,54 @@ class ReplicasInfoManager:
         else:  # pragma: no cover
             raise TypeError(f"not a controller event: {event!r}")
 
+    # ------------------------------------------------------------------------- serialize (snapshots)
+
+    def serialize(self) -> bytes:
+        """``ReplicasInfoManager.serialize`` (5.2+, the JRaft controller's ``onSnapshotSave``): the whole state, both
+        tables with every field (cluster name, ids with addresses and register check codes, the next-id counter;
+        master, epochs and SyncStateSet). RocketMQ's layout: a 4-byte count per table, then per set a 4-byte length
+        and the UTF-8 name, a 4-byte length and the value. The values are our own encoding (canonical JSON where
+        RocketMQ has Hessian), and the sets go in name order (RocketMQ: HashMap order), so equal states give equal
+        bytes."""
+        out = bytearray()
+        _put_table(out, self.replica_info_table, _replica_info_json)
+        _put_table(out, self.sync_state_set_info_table, _sync_state_info_json)
+        return bytes(out)
+
+    def deserialize_from(self, data: bytes) -> None:
+        """``ReplicasInfoManager.deserializeFrom``: clear both tables and load them from ``serialize``'s bytes.
+        Malformed data raises ``ValueError`` (RocketMQ rethrows, and ``onSnapshotLoad`` answers false)."""
+        self.replica_info_table.clear()
+        self.sync_state_set_info_table.clear()
+        pos = 0
+        try:
+            count, pos = get_int(data, pos)
+            for _ in range(count):
+                name_b, pos = get_sized(data, pos)
+                value, pos = get_sized(data, pos)
+                d = json.loads(value)
+                replicas = BrokerReplicaInfo(d["clusterName"], d["brokerName"], d["nextAssignBrokerId"],
+                                             {int(i): (a, c) for i, (a, c) in d["brokerIdInfo"].items()})
+                self.replica_info_table[name_b.decode()] = replicas
+            count, pos = get_int(data, pos)
+            for _ in range(count):
+                name_b, pos = get_sized(data, pos)
+                value, pos = get_sized(data, pos)
+                d = json.loads(value)
+                self.sync_state_set_info_table[name_b.decode()] = SyncStateInfo(
+                    d["clusterName"], d["brokerName"], d["masterEpoch"], d["syncStateSetEpoch"],
+                    set(d["syncStateSet"]), d["masterBrokerId"])
+        except (struct.error, KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"deserialize replicaInfoTable or syncStateSetInfoTable error: {exc}") from exc
+        if pos != len(data):
+            raise ValueError(f"deserialize: {len(data) - pos} bytes left over")
+
     # ----------------------------------------------------------------------------------- snapshot
 
     def snapshot(self) -> dict[str, Any]:
-        """A plain, canonical view of every set (for traces, invariants and the model abstraction)."""
+        """A plain, canonical view of every set (for traces, invariants and the model abstraction). It leaves out
+        the cluster name and the check codes (every trace's ``ctl.apply`` lines hold it); ``serialize`` has the
+        whole state."""
         out: dict[str, Any] = {}
         for name in self.broker_names():
             replicas = self.replica_info_table.get(name)
@@ -546,3 +599,49 @@ class ReplicasInfoManager:
                 "master": None if info is None else info.master_broker_id,
             }
         return out
+
+
+# ------------------------------------------------------------------------------------- serialization
+
+
+def _replica_info_json(r: BrokerReplicaInfo) -> dict[str, Any]:
+    return {"clusterName": r.cluster_name, "brokerName": r.broker_name, "nextAssignBrokerId": r.next_assign_broker_id,
+            "brokerIdInfo": {str(i): list(v) for i, v in sorted(r.broker_id_info.items())}}
+
+
+def _sync_state_info_json(i: SyncStateInfo) -> dict[str, Any]:
+    return {"clusterName": i.cluster_name, "brokerName": i.broker_name, "masterEpoch": i.master_epoch,
+            "syncStateSetEpoch": i.sync_state_set_epoch, "syncStateSet": sorted(i.sync_state_set),
+            "masterBrokerId": i.master_broker_id}
+
+
+def _put_table(out: bytearray, table: Mapping[str, T], encode: Callable[[T], dict[str, Any]]) -> None:
+    """One table of ``serialize``: its size, then per set (in name order) the sized name and the sized value."""
+    out += struct.pack(">i", len(table))
+    for name in sorted(table):
+        put_sized(out, name.encode())
+        put_sized(out, _canonical(encode(table[name])))
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode()
+
+
+def put_sized(out: bytearray, b: bytes) -> None:
+    """``putInt(length)`` then the bytes."""
+    out += struct.pack(">i", len(b))
+    out += b
+
+
+def get_int(data: bytes, pos: int) -> tuple[int, int]:
+    (value,) = struct.unpack_from(">i", data, pos)
+    if value < 0:
+        raise ValueError(f"negative length {value} at {pos}")
+    return value, pos + 4
+
+
+def get_sized(data: bytes, pos: int) -> tuple[bytes, int]:
+    n, pos = get_int(data, pos)
+    if pos + n > len(data):
+        raise ValueError(f"length {n} at {pos - 4} runs past the end ({len(data)})")
+    return data[pos:pos + n], pos + n

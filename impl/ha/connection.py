@@ -20,8 +20,10 @@ Rules:
 * QUIRK (#9689): a header for a batch whose epoch entry is gone is not built, yet the body is still
   written, so the slave reads body bytes as a header and drops the connection.
 * Fix switches: ``fix-transfer-epoch-refresh`` (upstream #9690) re-reads the end of a "last" epoch before each
-  batch; its hole, a batch of negative size when the serving broker truncated its log under the connection
-  (F-TRANSFER-NEGATIVE-BATCH), is closed by ``fix-transfer-checks-log-end``: the connection closes instead.
+  batch and takes it once it is not ``Long.MAX_VALUE``; its holes when the serving broker truncated its log under
+  the connection (F-TRANSFER-NEGATIVE-BATCH: a batch of negative size; a last entry's stale end, taken as the
+  epoch's end, stalls the connection) are closed by ``fix-transfer-checks-log-end``: the connection closes
+  instead, and the re-read ignores the end of an entry that is still the last.
 
 The invariants it keeps are HA-EPOCH-BOUNDARY and SYNC-EXPAND-SAFE (``impl/invariants/``).
 """
@@ -31,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import bugs as B
-from ..codes import HAConnectionState
+from ..codes import LONG_MAX, HAConnectionState
 from ..store.epoch_cache import EpochEntry
 from . import frames as F
 
@@ -216,8 +218,14 @@ class AutoSwitchHAConnection:
             return False
         size = min(size, cfg.ha_transfer_batch_size)
         if B.FIX_TRANSFER_EPOCH_REFRESH in bugs and self.current_transfer_epoch_end_offset == -1:
-            entry = self.service.epoch_cache.get_entry(self.current_transfer_epoch)
-            if entry is not None and entry.epoch != self.service.epoch_cache.last_epoch():
+            # PR #9690, "Check and update currentTransferEpochEndOffset": the entry's end, once it is no longer
+            # EpochEntry.LAST_EPOCH_END_OFFSET (Long.MAX_VALUE). Not "once it is no longer the last epoch": a last
+            # entry can carry the stale end truncateSuffixByOffset leaves on it (EpochFileCache QUIRK), and #9690
+            # takes that end too (the connection then waits for a next entry: ha.no-next-epoch)
+            cache = self.service.epoch_cache
+            entry = cache.get_entry(self.current_transfer_epoch)
+            stale = B.FIX_TRANSFER_CHECKS_LOG_END in bugs and entry is not None and entry.epoch == cache.last_epoch()
+            if entry is not None and entry.end_offset != LONG_MAX and not stale:  # the fix: a last entry stays open
                 self.current_transfer_epoch_end_offset = entry.end_offset
         end = self.current_transfer_epoch_end_offset
         if B.FIX_TRANSFER_CHECKS_LOG_END in bugs and end != -1 and self.next_transfer_from_where > end:

@@ -206,6 +206,9 @@ FAULT_KINDS: dict[str, str] = {
     "crash-controller-leader": "kill -9 the leading controller node (3-node group), restart later",
     "isolate-controller-leader": "cut the leading controller node from every other node (3-node group), heal later",
     "slow-apply": "for a while, one controller node applies committed entries late (3-node group)",
+    "crash-controller-follower": "kill -9 a controller node that does not lead (3-node group) for 20-40 s, restart it: "
+                                 "with [controller] jRaftSnapshotIntervalSecs <= 10 the leader has snapshotted twice "
+                                 "and dropped the log the node still needs, so it installs the leader's snapshot",
     "restart-consumer": "kill the consumer process and start it again later (it asks the master for its offsets)",
     "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
     "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",

@@ -56,9 +56,13 @@ class HaConnectEvent(TypedDict):
 
 
 class ChannelClosedEvent(TypedDict):
+    """A remoting channel to ``peer`` closed at ``node`` (``idle``: a controller closed a connection it had read
+    nothing on for ``[controller] serverChannelMaxIdleTimeSeconds``, whose close a partition lost)."""
+
     ev: Literal["channel-closed"]
     node: str
     peer: str
+    idle: NotRequired[bool]
 
 
 class ActEvent(TypedDict):
@@ -84,8 +88,16 @@ class BootEvent(TypedDict):
     ev: Literal["boot"]
 
 
+class RealEvent(TypedDict):
+    """Not a simulator step: a line of a real RocketMQ run's trace (``rmqha/real/report.py``), one thing the harness
+    saw of ``node`` (a client record, or the admin API's ``ctl.state`` / ``brk.state``), merged by time."""
+
+    ev: Literal["real"]
+    node: str
+
+
 StepEvent = (
     MsgEvent | TimerEvent | HaChunkEvent | HaAcceptEvent | HaConnectEvent | ChannelClosedEvent | ActEvent
-    | FaultGenEvent | ResumedEvent | BootEvent
+    | FaultGenEvent | ResumedEvent | BootEvent | RealEvent
 )
 """What a step delivered."""

@@ -140,6 +140,15 @@ class FaultGenerator:
             pid = self._pid()
             return [{"t": now, "do": "partition", "id": pid, "links": links},
                     {"t": self._heal_at(now), "do": "heal", "id": pid, "release": [leader]}]
+        if kind == "crash-controller-follower":
+            leader = world.controller_leader()
+            followers = [c for c in world.controllers if c != leader and world.is_up(c) and c not in self.busy]
+            if len(world.controllers) == 1 or leader is None or not followers:
+                return []
+            target = rng.choice(followers)
+            self.busy.add(target)
+            return [{"t": now, "do": "crash", "node": target, "powerLoss": False},
+                    {"t": now + rng.between(20_000, 40_000), "do": "restart", "node": target, "release": [target]}]
         if kind == "slow-apply":
             up = [c for c in world.controllers if world.is_up(c)]
             if len(world.controllers) == 1 or not up:

@@ -87,8 +87,8 @@ class NameServerNode(Actor):
                 result = {"haServerAddr": self.live[master][1], "masterAddr": master}
         return result
 
-    def on_channel_closed(self, peer: str) -> None:
-        """``onChannelDestroy``: forget every address the dead process registered."""
+    def on_channel_closed(self, peer: str, channel: str | None = None) -> None:
+        """``onChannelDestroy``: forget every address the dead process registered (by process, not connection)."""
         gone = [a for a, (_, _, node) in self.live.items() if node == peer]
         for claims in self.master_claims.values():
             for addr in [a for a in claims if a.split(":")[0] == peer]:

@@ -18,7 +18,10 @@ The network:
   crash closes every stream of the process; the peer learns of it when the FIN gets through. Connecting to
   a partitioned address times out after 3 s; to a dead one it is refused at once.
 * A crashed broker's remoting channels close: the controller and the nameserver learn of it (unless a
-  partition hides it, in which case only the heartbeat timeout will tell).
+  partition hides it, in which case only the heartbeat timeout will tell). A channel is one connection: the
+  sender and its incarnation (``b1#2``), so a restarted broker reconnects on a new one. With ``[controller]
+  serverChannelMaxIdleTimeSeconds`` a controller closes a connection whose close it never heard once it has
+  read nothing on it for that long (Netty's idle handler), and the heartbeat manager hears of that close.
 
 Crashes keep what the process had on disk (``BrokerDisk``, ``ControllerDisk``); a power loss also drops
 the unflushed tail. A paused process (SIGSTOP) receives nothing until it resumes; its events then run in order.
@@ -49,7 +52,7 @@ from ..wire import CleanBrokerDataRequestHeader, ElectMasterRequestHeader
 from .actions import Action, without_release
 from .clients import AdminNode, ConsumerNode, ProducerNode
 from .config import Config
-from .events import HaChunkEvent, MsgEvent, StepEvent
+from .events import ChannelClosedEvent, HaChunkEvent, MsgEvent, StepEvent
 from .faults import FaultGenerator, WorldView
 from .nameserver import NameServerNode
 
@@ -147,6 +150,10 @@ class Simulation(WorldView):
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
         self.paused: dict[str, list[tuple[Any, ...]]] = {}
+        self.ctl_set = frozenset(self.controllers)
+        self.broker_set = frozenset(self.brokers)
+        self.idle_close = cfg.controller.server_channel_max_idle_time_seconds * 1000  # 0: idle closes not modelled
+        self.chan_seen: dict[tuple[str, int, str], tuple[int, int]] = {}  # (ctl, inc, peer) -> (peer inc, last read)
         self.replaying: set[str] = set()
         self.partitions: dict[str, list[tuple[str, str]]] = {}
         self.blocked: dict[tuple[str, str], int] = {}
@@ -354,7 +361,7 @@ class Simulation(WorldView):
     def _dispatch(self, kind: int, payload: tuple[Any, ...]) -> None:
         rec = self.recorder is not None
         if kind == MSG:
-            dst, dst_inc, src, cmd = payload
+            dst, dst_inc, src, src_inc, cmd = payload
             node = self._deliverable(dst, dst_inc, kind, payload)
             if rec:
                 delivered: MsgEvent = {"ev": "msg", "src": src, "dst": dst, "cmd": _cmd_view(cmd)}
@@ -363,7 +370,9 @@ class Simulation(WorldView):
                 self._step_event = delivered
             if node is not None:
                 node.now = self.now
-                node.on_message(src, cmd)
+                if self.idle_close and dst in self.ctl_set and src in self.broker_set:  # its last read from a broker
+                    self.chan_seen[(dst, dst_inc, src)] = (src_inc, self.now)
+                node.on_message(src, cmd, f"{src}#{src_inc}")  # a connection per process incarnation
                 self._drain(node)
         elif kind == TIMER:
             name, inc, token = payload
@@ -392,13 +401,16 @@ class Simulation(WorldView):
             elif conn is not None:
                 self._close_side(conn, name)
         elif kind == CHAN:
-            name, inc, peer = payload
+            name, inc, peer, peer_inc, idle = payload
             node = self._deliverable(name, inc, kind, payload)
             if rec:
-                self._step_event = {"ev": "channel-closed", "node": name, "peer": peer}
+                closed: ChannelClosedEvent = {"ev": "channel-closed", "node": name, "peer": peer}
+                if idle:
+                    closed["idle"] = True
+                self._step_event = closed
             if node is not None:
                 node.now = self.now
-                node.on_channel_closed(peer)
+                node.on_channel_closed(peer, f"{peer}#{peer_inc}")
                 self._drain(node)
         elif kind == ACT:
             (action,) = payload
@@ -484,10 +496,11 @@ class Simulation(WorldView):
         if drop and self.rng_net.chance(drop):
             self._step_obs.append({"k": "net.drop", "src": src, "dst": dst, "code": int(cmd.code), "why": "loss"})
             return
-        self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, cmd)
+        src_inc = self.inc.get(src, 0)
+        self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, src_inc, cmd)
         dup = max(cfg.duplicate, self.net_window[1] if window else 0.0)
         if dup and self.rng_net.chance(dup):
-            self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, cmd)
+            self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, src_inc, cmd)
 
     # ------------------------------------------------------------------------------ HA streams
 
@@ -723,7 +736,14 @@ class Simulation(WorldView):
                 self._close_side(s.conn, name)
         for peer in (*self.controllers, self.nameserver):
             if peer != name and self.up.get(peer) and not self.is_blocked(name, peer):
-                self._push(self.now + self._delay(), CHAN, peer, self.inc[peer], name)
+                self._push(self.now + self._delay(), CHAN, peer, self.inc[peer], name, self.inc[name] - 1, False)
+            elif self.idle_close and peer in self.ctl_set and self.up.get(peer):
+                # the close is lost: the controller's end of the connection stays open until it has been idle for
+                # serverChannelMaxIdleTimeSeconds (NettyRemotingServer's IdleStateHandler, ALL_IDLE)
+                seen = self.chan_seen.get((peer, self.inc[peer], name))
+                if seen is not None and seen[0] == self.inc[name] - 1:
+                    self._push(max(self.now, seen[1] + self.idle_close), CHAN, peer, self.inc[peer], name, seen[0],
+                               True)
 
 
 def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], brokers: list[str], nameserver: str,

@@ -12,6 +12,7 @@ layer that does the work, and prints the result.
     rmqha prove [--brokers N] [--bug B]... [--json]      (z3: the controller's invariants are inductive; CTIs replayed)
     rmqha fuzz ...                                       (a fuzz campaign on Spark: cli/fuzz.py)
     rmqha cluster up | status | kill | restart | partition | heal | down | test ...   (real processes: cli/cluster.py)
+    rmqha real fetch | up | status | kill | partition | fault | down | test | repro ...   (RocketMQ itself: cli/real.py)
 
 Exit status: 0 success / no violation; 1 a violation (for a batch: one no documented finding explains) or a
 replay that does not reproduce; 2 a usage or input error (one line on stderr, never a traceback).
@@ -28,11 +29,11 @@ from rich.console import Console
 
 from rmqha import __version__
 
-from . import check, cluster, conform, doctor, fuzz, listings, prove, simulate, trace
+from . import check, cluster, conform, doctor, fuzz, listings, prove, real, simulate, trace
 from .common import Handler, Parser
 from .files import UserError
 
-SUBCOMMANDS = (simulate, trace, listings, doctor, check, conform, prove, fuzz, cluster)
+SUBCOMMANDS = (simulate, trace, listings, doctor, check, conform, prove, fuzz, cluster, real)
 """The subcommand modules, in the order ``rmqha --help`` lists their commands."""
 
 

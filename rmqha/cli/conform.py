@@ -1,7 +1,9 @@
 """``rmqha conform``: implementation traces (or fresh runs) checked step by step against the executable model
-(``rmqha.models.conform``).
+(``rmqha.models.conform``); a real run's folder (``rmqha real test``): its controller's committed event log against
+the model's controller actions (``rmqha.real.conform``).
 
-    rmqha conform TRACE... [--seeds A-B] [--steps K] [--profile P] [--bug B]... [--fix F|all]... [--jobs J] [--json]
+    rmqha conform TRACE|RUN-DIR... [--seeds A-B] [--steps K] [--profile P] [--bug B]... [--fix F|all]... [--jobs J]
+                  [--json]
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import json
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -20,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rmqha.impl.sim.config import default_config
 from rmqha.impl.sim.runner import header_for
 from rmqha.models.conform import validate
+from rmqha.real.conform import conform_run, run_dir_of
 
 from .common import Handler, apply_configs, bug_list, model_trace_objs, read_trace, seed_range
 from .files import UserError, read_trace_text
@@ -27,7 +31,8 @@ from .files import UserError, read_trace_text
 
 def register(sub: Any) -> dict[str, Handler]:
     cf = sub.add_parser("conform", help="validate implementation traces against the model, step by step")
-    cf.add_argument("traces", nargs="*", help="implementation trace files (rmqha simulate / Hypothesis / fuzz)")
+    cf.add_argument("traces", nargs="*", help="implementation trace files (rmqha simulate / Hypothesis / fuzz), "
+                    "or a real run's folder (rmqha real test)")
     cf.add_argument("--seeds", help="also validate fresh random runs of these seeds, e.g. 1-500")
     cf.add_argument("--steps", type=int, default=5000, help="--seeds: simulator steps per run (default 5000)")
     cf.add_argument("--profile", help="--seeds: safe (default), defaults, unclean, power-loss")
@@ -56,9 +61,36 @@ def _conform_results(items: list[tuple[str, dict[str, Any]]], jobs: int) -> Iter
             yield f.result()
 
 
+def _conform_real(d: Path, out: Console, as_json: bool) -> bool:
+    """The controller's committed event log of a real run, against the model (models/controller_log.py)."""
+    try:
+        log, rep = conform_run(d)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    if as_json:
+        print(json.dumps({"trace": str(log), "conforms": rep.ok, **rep.to_json()}, sort_keys=True))
+    elif rep.ok:
+        out.print(f"{escape(str(log))}: the controller's {rep.events} committed events conform to the model "
+                  f"(actions: {', '.join(f'{k} {v}' for k, v in sorted(rep.actions.items())) or 'none'}; "
+                  f"extensions: {', '.join(f'{k} {v}' for k, v in sorted(rep.extensions.items())) or 'none'})")
+    else:
+        dv = rep.divergence
+        assert dv is not None
+        out.print(f"[red]diverges[/] {escape(str(log))} at log index {dv.index}: "
+                  f"{escape(json.dumps(dv.event, sort_keys=True))}")
+        out.print(f"  {escape(dv.why)}")
+    return rep.ok
+
+
 def cmd_conform(args: argparse.Namespace, out: Console) -> int:
     items: list[tuple[str, dict[str, Any]]] = []
+    real_ok = True
+    real_dirs = [d for d in (run_dir_of(p) for p in args.traces) if d is not None]
+    for d in dict.fromkeys(real_dirs):
+        real_ok = _conform_real(d, out, args.json) and real_ok
     for path in args.traces:
+        if run_dir_of(path) is not None:
+            continue
         text = read_trace_text(path)
         if model_trace_objs(path, text) is not None:
             raise UserError(f"{path}: a model trace; conform validates implementation traces (rmqha replay "
@@ -79,6 +111,8 @@ def cmd_conform(args: argparse.Namespace, out: Console) -> int:
         items += [(f"seed {n}", header_for(cfg, n, args.steps, names, None, None, profile))
                   for n in seed_range(args.seeds)]
     if not items:
+        if real_dirs:
+            return 0 if real_ok else 1
         raise UserError("nothing to validate: give trace files and/or --seeds A-B")
     jobs = args.jobs or os.cpu_count() or 1
     reports: list[dict[str, Any]] = []
@@ -113,4 +147,4 @@ def cmd_conform(args: argparse.Namespace, out: Console) -> int:
         steps = sum(r.get("steps", 0) for r in reports)
         out.print(f"{good} of {len(reports)} traces conform ({steps} steps validated)"
                   + (f"; extensions used: {', '.join(f'{k} {v}' for k, v in sorted(ext.items()))}" if ext else ""))
-    return 0 if all(r.get("conforms") for r in reports) else 1
+    return 0 if all(r.get("conforms") for r in reports) and real_ok else 1

@@ -1,5 +1,6 @@
 """``rmqha doctor``: Java 17 (TLC and Spark need it) and the toolchain; says exactly how to get Java when it is
-missing. ``java_status`` is also the check ``rmqha check`` and ``rmqha fuzz`` make before they start."""
+missing; for ``rmqha real`` (optional), Maven, network namespaces and the RocketMQ versions fetched. ``java_status``
+is also the check ``rmqha check`` and ``rmqha fuzz`` make before they start."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import sys
 from typing import Any
 
 from rich.console import Console
+
+from rmqha.real import maven, netns
 
 from .common import Handler
 
@@ -51,4 +54,12 @@ def cmd_doctor(args: argparse.Namespace, out: Console) -> int:
     ok, line = java_status()
     out.print(("[green]ok[/] " if ok else "[yellow]missing[/] ") + line, highlight=False)
     out.print(f"python {sys.version.split()[0]} at {sys.executable}", highlight=False)
+    # rmqha real: Maven, network namespaces, the fetched RocketMQ versions (optional: the rest works without)
+    mvn_ok, mvn_line = maven.maven_status()
+    out.print(("[green]ok[/] " if mvn_ok else "[yellow]missing[/] ") + mvn_line, highlight=False)
+    ns_ok, ns_line = netns.available()
+    out.print(("[green]ok[/] " if ns_ok else "[yellow]missing[/] ") + ns_line + " (rmqha real)", highlight=False)
+    fetched = maven.cached_versions()
+    out.print(f"RocketMQ fetched: {', '.join(fetched) if fetched else 'none'} "
+              f"(rmqha real fetch --version {maven.PINNED})", highlight=False)
     return 0 if ok else 1

@@ -1,5 +1,5 @@
-"""``rmqha invariants``, ``rmqha bugs``, ``rmqha findings``: the catalogue, the switches and the findings, as
-tables or JSON.
+"""``rmqha invariants``, ``rmqha bugs``, ``rmqha findings``: the catalogue (with what a real RocketMQ run checks each
+invariant on: ``rmqha/real/check.REAL_CHECKS``), the switches and the findings, as tables or JSON.
 
     rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]
 """
@@ -16,6 +16,7 @@ from rich.table import Table
 from rmqha.impl import bugs as B
 from rmqha.impl.findings import FINDINGS
 from rmqha.impl.invariants import catalogue_rows
+from rmqha.real.check import REAL_CHECKS
 
 from .common import Handler
 
@@ -29,15 +30,16 @@ def register(sub: Any) -> dict[str, Handler]:
 
 
 def cmd_invariants(args: argparse.Namespace, out: Console) -> int:
-    rows = catalogue_rows()
+    rows = [{**r, "realRun": REAL_CHECKS.get(r["id"], "")} for r in catalogue_rows()]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = Table(title=f"{len(rows)} invariants (docs/invariants.md)", show_lines=True)
-    for col in ("id", "statement", "RocketMQ source"):
+    table = Table(title=f"{len(rows)} invariants (docs/invariants.md); a real run (rmqha real test, docs/real.md) "
+                        f"checks {sum(1 for r in rows if r['realRun'])} of them", show_lines=True)
+    for col in ("id", "statement", "RocketMQ source", "a real run checks it on"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["id"], r["statement"], r["source"])
+        table.add_row(r["id"], r["statement"], r["source"], r["realRun"] or "-")
     out.print(table)
     return 0
 

@@ -60,6 +60,7 @@ class Host:
         self.trace = open(spec.trace_path(name), "a", encoding="utf-8")
         self.out: dict[str, _Peer] = {}
         self.inbound: dict[str, int] = {}  # peer -> open inbound RPC connections
+        self._next_channel = 0  # inbound RPC connections accepted: each is a channel of its own (``src#n``)
         self.ha: dict[int, asyncio.StreamWriter] = {}
         self._next_conn = 0
         self.incarnation = restarts
@@ -146,6 +147,7 @@ class Host:
     async def serve_rpc(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         src = "?"
         counted = False
+        channel = None
         try:
             src, kind = wire.parse_hello(await wire.read_frame(reader))
             if kind == "status":
@@ -156,12 +158,14 @@ class Host:
                 raise wire.FrameError(f"{kind} connection on the RPC port")
             self.inbound[src] = self.inbound.get(src, 0) + 1
             counted = True
+            self._next_channel += 1
+            channel = f"{src}#{self._next_channel}"
             while True:
                 frame = await wire.read_frame(reader)
                 if frame is None:
                     break
                 cmd = wire.parse_command(frame)
-                if not self._run(f"message from {src}", self.node.on_message, src, cmd):
+                if not self._run(f"message from {src}", self.node.on_message, src, cmd, channel):
                     break
         except wire.FrameError as exc:
             log.warning("closing RPC connection from %s: %s", src, exc)
@@ -172,8 +176,10 @@ class Host:
             writer.close()
             if counted:
                 self.inbound[src] -= 1
-                if self.inbound[src] == 0:
-                    self._run("channel closed", self.node.on_channel_closed, src)
+                # the controller's heartbeat table hears of each connection's close (onBrokerChannelClose(channel));
+                # the nameserver forgets a process once its last connection is gone
+                if self.inbound[src] == 0 or isinstance(self.node, ControllerNode):
+                    self._run("channel closed", self.node.on_channel_closed, src, channel)
 
     # ----------------------------------------------------------------------------------------------- HA
 

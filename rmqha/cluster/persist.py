@@ -91,10 +91,13 @@ class ControllerFiles:
     def load(self) -> ControllerDisk:
         disk = ControllerDisk()
         if self.path.exists():
-            entries, raft = pickle.loads(self.path.read_bytes())  # our own file, written by save()
+            saved = pickle.loads(self.path.read_bytes())  # our own file, written by save()
+            entries, raft = saved[:2]
             disk.entries = [LogEntry(i, ev, ctx, ready, committed, term=term)
                             for i, ev, ctx, ready, committed, term in entries]
             disk.raft = raft
+            if len(saved) > 2:  # a JRaft node's snapshot ([controller] jRaftSnapshotIntervalSecs)
+                disk.snapshot, disk.snapshot_index, disk.snapshot_term, disk.first_index = saved[2]
         self._fp = self._fingerprint(disk)
         return disk
 
@@ -102,12 +105,15 @@ class ControllerFiles:
     def _fingerprint(disk: ControllerDisk) -> tuple[Any, ...]:
         last = disk.entries[-1] if disk.entries else None
         return (len(disk.entries), sum(1 for e in disk.entries if e.committed),
-                None if last is None else (last.index, last.term), pickle.dumps(disk.raft))
+                None if last is None else (last.index, last.term), pickle.dumps(disk.raft), disk.snapshot_index,
+                disk.first_index)
 
     def save(self, disk: ControllerDisk) -> None:
         fp = self._fingerprint(disk)
         if fp == self._fp:
             return
         entries = [(e.index, e.event, e.ctx, e.ready_at, e.committed, e.term) for e in disk.entries]
-        _replace(self.path, pickle.dumps((entries, disk.raft)))
+        snap = (disk.snapshot, disk.snapshot_index, disk.snapshot_term, disk.first_index)
+        _replace(self.path, pickle.dumps((entries, disk.raft, snap) if disk.snapshot is not None
+                                         else (entries, disk.raft)))
         self._fp = fp

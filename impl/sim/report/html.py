@@ -1,5 +1,5 @@
-"""HTML pieces shared by the kit's reports (the fuzz campaign's and the real cluster test's): escaping, tables and
-the page's head, so that every report looks alike."""
+"""HTML pieces shared by the kit's reports (the fuzz campaign's, the cluster test's and the real RocketMQ run's):
+escaping, tables and the page's head, so that every report looks alike."""
 
 from __future__ import annotations
 
@@ -24,7 +24,8 @@ def table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     return f"<table><tr>{th}</tr>{body}</table>"
 
 
-def page_head(title: str) -> str:
-    """The start of a self-contained report page (its ``<head>`` and the opening ``<body>``)."""
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title><style>{STYLE}"
+def page_head(title: str, css: str = "") -> str:
+    """The start of a self-contained report page (its ``<head>`` and the opening ``<body>``); ``css``: rules added
+    to the shared style."""
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{escape(title)}</title><style>{STYLE}{css}"
             "</style></head><body>")

@@ -1,5 +1,6 @@
-"""A run's timeline as an inline SVG, drawn from its trace's observations (the fuzz report and the real cluster
-test's report both show it).
+"""A run's timeline as an inline SVG, drawn from its trace's observations (the fuzz report, the cluster test's report
+and the real RocketMQ run's report show it; a real run's trace carries the admin API's views, ``ctl.state`` and
+``brk.state``, instead of the nodes' own observations).
 
 One lane per broker: its role over simulated time (master, slave, no role yet, down) labelled with the masterEpoch it
 took, a bar under it while the controller holds it in the SyncStateSet; a lane of faults (partitions as spans from
@@ -83,6 +84,12 @@ def timeline_data(text: str) -> dict[str, Any]:
                 set_end(node, t, o["point"])
             elif k == "store.truncate-invalid":
                 set_end(node, t, o["at"])
+            elif k == "ctl.state":  # a real run: the admin API's view of the set (rmqha/real/report.py)
+                set_sss(t, set(o["sss"]))
+            elif k == "brk.state":
+                set_role(node, t, "master" if o["role"] == "MASTER" else "slave", o["masterEpoch"])
+                if o.get("maxOffset") is not None:
+                    set_end(node, t, o["maxOffset"])
             elif k == "ctl.apply":
                 ev, after = o["event"], o.get("after") or {}
                 if ev["type"] == "ApplyBrokerId":

@@ -1,0 +1,445 @@
+"""``rmqha real``: real RocketMQ from Maven Central under the kit (``rmqha.real``; docs/real.md).
+
+    rmqha real versions [--json]                 rmqha real fetch [--version V]
+    rmqha real up [--version V] [--controllers 1|3] [--controller-type dledger|jraft] [--brokers N]
+                  [--config FILE] [--profile P] [--dir D] [--lifetime S] [--fresh]
+    rmqha real status [--dir D] [--json] [--watch S]
+    rmqha real kill NODE [--signal KILL|STOP|CONT|TERM]   rmqha real pause NODE   rmqha real resume NODE
+    rmqha real restart NODE                       rmqha real down [--dir D]
+    rmqha real partition NODE[,NODE] [--from NODE[,NODE]] [--one-way] [--id ID]   rmqha real heal [--id ID]
+    rmqha real fault drop-response|delay-response|drop-request --code CODE [--from N] [--to N] [--count K] ...
+    rmqha real fault cut-stream NODE [--after-bytes N]    rmqha real fault netem NODE [--to N,..] -- ARGS
+    rmqha real fault clear
+
+NODE is a node name (``ns``, ``c0``.., ``b1``..) or ``master`` (the broker the leading controller names) or
+``leader`` (the leading controller). Exit status: 0, 1 (a test found a violation), 2 for a usage or input error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from rmqha.impl.sim.config import ConfigError
+from rmqha.real import control as C
+from rmqha.real import maven, netns
+from rmqha.real import observe as O
+from rmqha.real.nemesis import RECIPES
+from rmqha.real.repro import REPRODUCED, run_repro
+from rmqha.real.repros import REPROS
+from rmqha.real.run import RealTestOptions, run_test
+from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
+
+from .common import Handler
+from .files import UserError, read_toml
+
+DEFAULT_DIR = "runs/real"
+DEFAULT_TEST_DIR = "runs/real-test"
+SIGNALS = ("KILL", "STOP", "CONT", "TERM")
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    r = sub.add_parser("real", help="real RocketMQ from Maven Central: fetch, up, status, faults, down (docs/real.md)")
+    rs = r.add_subparsers(dest="real_cmd", required=True, parser_class=type(r))  # one-line errors, as `rmqha`
+
+    def with_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+        p.add_argument("--dir", default=DEFAULT_DIR, help=f"the run's folder (default {DEFAULT_DIR})")
+        return p
+
+    v = rs.add_parser("versions", help="the RocketMQ versions the kit knows, oldest first, and which are fetched")
+    v.add_argument("--json", action="store_true")
+    f = rs.add_parser("fetch", help="resolve a RocketMQ version with Maven and print its classpath")
+    f.add_argument("--version", default=maven.PINNED, help=f"a 5.x release (default {maven.PINNED})")
+
+    up = with_dir(rs.add_parser("up", help="start a nameserver, controller(s) and a broker set in controller mode"))
+    up.add_argument("--version", default=maven.PINNED, help=f"RocketMQ version (default {maven.PINNED})")
+    up.add_argument("--controllers", type=int, choices=(1, 3), help="controller nodes (default: the profile's, 1)")
+    up.add_argument("--controller-type", choices=("dledger", "jraft"), help="DLedger (default) or JRaft")
+    up.add_argument("--brokers", type=int, help="brokers in the set (default 3)")
+    up.add_argument("--config", help="TOML file of kit settings (docs/configuration.md)")
+    up.add_argument("--profile", help=f"{', '.join(REAL_PROFILES)} (default safe)")
+    up.add_argument("--lifetime", type=int, default=3600, help="seconds after which the cluster ends by itself")
+    up.add_argument("--fresh", action="store_true", help="wipe an earlier run in --dir")
+
+    st = with_dir(rs.add_parser("status", help="roles, epochs, SyncStateSet and offsets, as the admin API sees them"))
+    st.add_argument("--json", action="store_true")
+    st.add_argument("--watch", type=float, help="refresh for this many seconds")
+    k = with_dir(rs.add_parser("kill", help="signal a node (SIGKILL by default)"))
+    k.add_argument("node")
+    k.add_argument("--signal", default="KILL", choices=SIGNALS)
+    for name, what in (("pause", "SIGSTOP a node"), ("resume", "SIGCONT a paused node"),
+                       ("restart", "kill a node if it runs and start it again from its files")):
+        p = with_dir(rs.add_parser(name, help=what))
+        p.add_argument("node")
+    pa = with_dir(rs.add_parser("partition", help="cut nodes from the others (or from --from) at the proxy"))
+    pa.add_argument("nodes", help="comma-separated nodes")
+    pa.add_argument("--from", dest="others", help="comma-separated nodes (default: every other node and the clients)")
+    pa.add_argument("--one-way", action="store_true", help="cut only the bytes from NODES to the others")
+    pa.add_argument("--id", help="a name for the partition (default p1, p2, ...)")
+    h = with_dir(rs.add_parser("heal", help="heal one partition (--id) or all"))
+    h.add_argument("--id")
+    fl = with_dir(rs.add_parser("fault", help="protocol-aware and link faults (see --help)"))
+    fl.add_argument("kind", choices=("drop-response", "delay-response", "drop-request", "cut-stream", "netem",
+                                     "clear", "status"))
+    fl.add_argument("node", nargs="?", help="cut-stream / netem: the node")
+    fl.add_argument("--code", help="a remoting request code, by name or number (e.g. CONTROLLER_ALTER_SYNC_STATE_SET)")
+    fl.add_argument("--from", dest="src", help="the serving node (drop/delay-response), the sending node (cut-stream)")
+    fl.add_argument("--to", help="the requesting node; netem: comma-separated destinations")
+    fl.add_argument("--count", type=int, help="at most this many")
+    fl.add_argument("--for", dest="duration", type=float, help="seconds the fault stays (default: until cleared)")
+    fl.add_argument("--ms", type=int, help="delay-response: milliseconds")
+    fl.add_argument("--after-bytes", type=int, default=0, help="cut-stream: bytes to let through first")
+    fl.add_argument("--id", help="a name for the fault")
+    fl.add_argument("netem", nargs="*", help="netem: tc netem arguments, after -- (e.g. -- loss 30%%)")
+    with_dir(rs.add_parser("down", help="end every process of the run and delete its namespaces (files stay)"))
+
+    rp = rs.add_parser("repro", help="reproduce a finding on a real build (docs/findings/README.md): reproduced, "
+                                     "not reproduced or inconclusive, with the evidence")
+    rp.add_argument("ids", nargs="*", help="finding ids (default with --list: all)")
+    rp.add_argument("--list", action="store_true", help="list the reproductions and what each does")
+    rp.add_argument("--version", action="append", default=[], help=f"RocketMQ version(s) (default {maven.PINNED}; "
+                                                                    "repeatable)")
+    rp.add_argument("--repeat", type=int, default=1, help="runs per version (a rate for timing-dependent ones)")
+    rp.add_argument("--dir", default="runs/real-repro", help="where each run's folder goes (default runs/real-repro)")
+    rp.add_argument("--json", action="store_true", help="print one JSON object per run")
+
+    t = rs.add_parser("test", help="a workload under a fault schedule on a real cluster, then the catalogue's "
+                                   "verdict on what was observed")
+    t.add_argument("--dir", default=DEFAULT_TEST_DIR, help=f"the run's folder (default {DEFAULT_TEST_DIR})")
+    t.add_argument("--fresh", action="store_true", help="wipe an earlier run in --dir")
+    t.add_argument("--version", default=maven.PINNED, help=f"RocketMQ version (default {maven.PINNED})")
+    t.add_argument("--controllers", type=int, choices=(1, 3), help="controller nodes (default: the profile's, 1)")
+    t.add_argument("--controller-type", choices=("dledger", "jraft"), help="DLedger (default) or JRaft")
+    t.add_argument("--brokers", type=int, help="brokers in the set (default 3)")
+    t.add_argument("--config", help="TOML file of kit settings (docs/configuration.md)")
+    t.add_argument("--profile", help=f"{', '.join(REAL_PROFILES)} (default safe)")
+    t.add_argument("--duration", type=float, default=60.0, help="seconds of workload after warm-up (default 60)")
+    t.add_argument("--faults", default="kill-master", help=f"comma-separated recipes, played in order: "
+                                                          f"{', '.join(RECIPES)}; or none")
+    t.add_argument("--down", type=float, default=5.0, help="seconds a killed / paused / cut node stays so (default 5)")
+    t.add_argument("--settle", type=float, default=60.0, help="at most this long to settle after the faults")
+    t.add_argument("--json", action="store_true", help="print the result as JSON")
+    return {"real": cmd_real}
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _spec(args: argparse.Namespace) -> RealSpec:
+    try:
+        return load(Path(args.dir))
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+
+
+def resolve_node(spec: RealSpec, name: str, snap: O.Snapshot | None = None) -> str:
+    if name in spec.nodes:
+        return name
+    if name in ("master", "leader"):
+        snap = snap or O.snapshot(spec)
+        if name == "master":
+            if snap.master is None:
+                raise UserError("the broker set has no master now (rmqha real status)")
+            return snap.master
+        lead = snap.leader
+        if lead is None:
+            raise UserError("no controller leads now (rmqha real status)")
+        return lead.node
+    raise UserError(f"no node {name!r} (nodes: {', '.join(spec.nodes)}; or master, leader)")
+
+
+def _nodes(spec: RealSpec, text: str) -> list[str]:
+    snap = O.snapshot(spec) if any(n in ("master", "leader") for n in text.split(",")) else None
+    out = [resolve_node(spec, n.strip(), snap) for n in text.split(",") if n.strip()]
+    if not out:
+        raise UserError("no nodes given")
+    return out
+
+
+def _proxy(spec: RealSpec, req: dict[str, Any]) -> dict[str, Any]:
+    ans = C.request(spec.proxy_sock, req, timeout=10)
+    if not ans.get("ok", True) or "error" in ans:
+        raise UserError(f"proxy: {ans.get('error', 'failed')}")
+    return ans
+
+
+def real_cfg(args: argparse.Namespace) -> tuple[Any, str]:
+    data: dict[str, Any] = read_toml(args.config) if args.config else {}
+    profile = args.profile or data.pop("profile", None) or "safe"
+    data.pop("profile", None)
+    for sec, vals in data.items():
+        if not isinstance(vals, dict):
+            raise UserError(f"{args.config}: [{sec}] must be a table")
+    if args.controllers:
+        data.setdefault("cluster", {})["controllers"] = args.controllers
+    if args.brokers is not None:
+        data.setdefault("cluster", {})["brokers"] = args.brokers
+    if args.controller_type:
+        data.setdefault("controller", {})["controllerType"] = "jRaft" if args.controller_type == "jraft" else "DLedger"
+    try:
+        return real_config(profile, data), profile
+    except ConfigError as exc:
+        raise UserError(str(exc)) from None
+
+
+# ----------------------------------------------------------------------------------------------- commands
+
+
+def cmd_real(args: argparse.Namespace, out: Console) -> int:
+    try:
+        return _dispatch(args, out)
+    except (C.RealError, O.ToolError, maven.FetchError, netns.NetnsError) as exc:
+        raise UserError(str(exc)) from None
+
+
+def _dispatch(args: argparse.Namespace, out: Console) -> int:
+    cmd = args.real_cmd
+    if cmd == "versions":
+        have = set(maven.cached_versions())
+        rows = [{"version": v.version, "fetched": v.version in have, "why": v.why} for v in maven.KNOWN]
+        if args.json:
+            print(json.dumps(rows))
+        else:
+            for r in rows:
+                out.print(f"{r['version']:8} {'fetched' if r['fetched'] else '-':8} {r['why']}")
+        return 0
+    if cmd == "fetch":
+        inst = maven.fetch(maven.check_version(args.version))
+        print(inst.classpath)
+        return 0
+    if cmd == "up":
+        if args.lifetime <= 0:
+            raise UserError(f"--lifetime must be positive, got {args.lifetime}")
+        maven.check_version(args.version)
+        cfg, profile = real_cfg(args)
+        spec = C.up(Path(args.dir), cfg, version=args.version, profile=profile, lifetime_s=args.lifetime,
+                    fresh=args.fresh, say=lambda m: out.print(m))
+        out.print(f"real cluster up in {spec.dir}: {', '.join(spec.nodes)} (RocketMQ {spec.version}, "
+                  f"{spec.controller_type}, profile {profile}); `rmqha real status --dir {args.dir}` shows it, "
+                  f"`rmqha real down --dir {args.dir}` ends it")
+        if spec.kit_only:
+            out.print(f"not RocketMQ settings, left out: {', '.join(spec.kit_only)}")
+        return 0
+    if cmd == "test":
+        return _test(args, out)
+    if cmd == "repro":
+        return _repro(args, out)
+    spec = _spec(args)
+    if cmd == "down":
+        ended = C.down(spec.dir)
+        out.print(f"ended {len(ended)} processes and the run's namespaces; files and logs stay in {spec.dir}")
+        return 0
+    if not C.is_up(spec):
+        raise UserError(f"the cluster in {spec.dir} is not up (rmqha real up --dir {args.dir})")
+    if cmd == "status":
+        return _status(spec, args, out)
+    if cmd in ("kill", "pause", "resume"):
+        node = resolve_node(spec, args.node)
+        sig = {"kill": getattr(args, "signal", "KILL"), "pause": "STOP", "resume": "CONT"}[cmd]
+        C.supervise(spec, {"op": "signal", "node": node, "signal": sig})
+        out.print(f"SIG{sig} sent to {node}")
+    elif cmd == "restart":
+        node = resolve_node(spec, args.node)
+        C.supervise(spec, {"op": "restart", "node": node}, timeout=C.UP_TIMEOUT_S)
+        out.print(f"{node} restarted and listening")
+    elif cmd == "partition":
+        a = _nodes(spec, args.nodes)
+        b = _nodes(spec, args.others) if args.others else [n for n in [*spec.nodes, "client"] if n not in a]
+        links = [[x, y] for x in a for y in b] + ([] if args.one_way else [[y, x] for x in a for y in b])
+        pid = args.id or f"p{int(time.time() * 1000) % 100000}"
+        _proxy(spec, {"op": "partition", "id": pid, "links": links})
+        out.print(f"partition {pid}: {len(links)} links cut ({'one way' if args.one_way else 'both ways'})")
+    elif cmd == "heal":
+        _proxy(spec, {"op": "heal", "id": args.id})
+        out.print("healed" + (f" {args.id}" if args.id else " every partition"))
+    elif cmd == "fault":
+        return _fault(spec, args, out)
+    return 0
+
+
+def _fault(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
+    kind = args.kind
+    if kind == "status":
+        print(json.dumps(_proxy(spec, {"op": "status"}), indent=1))
+        return 0
+    if kind == "clear":
+        _proxy(spec, {"op": "clear"})
+        for n in spec.nodes:
+            netns.clear_link_fault(spec.run, n)
+        out.print("every proxy fault and link fault lifted")
+        return 0
+    fid = args.id or f"f{int(time.time() * 1000) % 100000}"
+    until = None if args.duration is None else int((time.time() + args.duration) * 1000)
+    if args.duration is not None and not args.duration > 0:
+        raise UserError(f"--for must be positive, got {args.duration}")
+    if kind == "netem":
+        if not args.node:
+            raise UserError("fault netem: name the node whose sending is disturbed")
+        node = resolve_node(spec, args.node)
+        rest = [a for a in args.netem if a != "--"]
+        if not rest:
+            raise UserError("fault netem: give tc netem arguments after --, e.g. -- loss 30%")
+        dst = [spec.host(n).front for n in _nodes(spec, args.to)] if args.to else []
+        dst += [spec.host(n).addr for n in _nodes(spec, args.to)] if args.to else []
+        netns.set_link_fault(spec.run, node, rest, dst)
+        out.print(f"netem {' '.join(rest)} on what {node} sends" + (f" to {args.to}" if args.to else ""))
+        return 0
+    if kind == "cut-stream":
+        if not args.node:
+            raise UserError("fault cut-stream: name the node whose HA stream is cut (e.g. master)")
+        node = resolve_node(spec, args.node)
+        if args.after_bytes < 0:
+            raise UserError(f"--after-bytes must be >= 0, got {args.after_bytes}")
+        req = {"op": "cut-stream", "id": fid, "route": f"{node}.ha", "after_bytes": args.after_bytes}
+        _proxy(spec, req)
+        out.print(f"{fid}: the next HA connection to {node} is cut after {args.after_bytes} bytes")
+        return 0
+    if not args.code:
+        raise UserError(f"fault {kind}: --code is required (a request code by name or number)")
+    code: Any = int(args.code) if args.code.isdigit() else args.code
+    if args.count is not None and args.count <= 0:
+        raise UserError(f"--count must be positive, got {args.count}")
+    req = {"op": kind, "id": fid, "code": code, "count": args.count, "until_ms": until,
+           "from": resolve_node(spec, args.src) if args.src else None,
+           "to": resolve_node(spec, args.to) if args.to else None}
+    if kind == "delay-response":
+        if args.ms is None or args.ms <= 0:
+            raise UserError("fault delay-response: --ms must be a positive number of milliseconds")
+        req["ms"] = args.ms
+    _proxy(spec, req)
+    out.print(f"{fid}: {kind} {args.code}" + (f" from {req['from']}" if req["from"] else "") +
+              (f" to {req['to']}" if req["to"] else ""))
+    return 0
+
+
+def status_table(spec: RealSpec, snap: O.Snapshot, procs: dict[str, Any]) -> Table:
+    t = Table(title=f"RocketMQ {spec.version} in {spec.dir}", title_justify="left")
+    for col in ("node", "process", "role", "id", "masterEpoch", "SyncStateSet", "epochs", "max offset", "note"):
+        t.add_column(col)
+    lead = snap.leader
+    for n in spec.nodes:
+        p = procs.get(n, {})
+        state = str(p.get("state", "?"))
+        if n in spec.controllers:
+            c = snap.controllers.get(n)
+            role = ("leader" if c and c.is_leader else "follower") if c and c.ok else "-"
+            note = "" if c is None or c.ok else c.error[:60]
+            t.add_row(n, state, role, "", "", "", "", "", note)
+        elif n in spec.brokers:
+            b = snap.brokers.get(n)
+            bid = "" if b is None or b.broker_id is None else str(b.broker_id)
+            is_master = lead is not None and lead.master == n
+            role = ("MASTER" if is_master else (b.role or "-").replace("MASTER", "master?")) if b and b.ok else "-"
+            sss = ""
+            me = ""
+            if lead is not None and is_master:
+                sss = "{" + ", ".join(lead.ids.get(i, str(i)) for i in lead.sss) + "}"
+                me = f"{lead.master_epoch} (sss {lead.sss_epoch})"
+            epochs = " ".join(f"{e}@{s}" for e, s, _ in b.epochs) if b else ""
+            off = "" if b is None or b.max_offset is None else f"{b.max_offset:,}"
+            note = "" if b is None or b.ok else b.error[:60]
+            t.add_row(n, state, role, bid, me, sss, epochs, off, note)
+        else:
+            t.add_row(n, state, "nameserver", "", "", "", "", "", "")
+    return t
+
+
+def _status(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
+    if args.watch is not None and not args.watch > 0:
+        raise UserError(f"--watch must be a positive number of seconds, got {args.watch}")
+    end = time.monotonic() + (args.watch or 0)
+    while True:
+        procs = C.supervise(spec, {"op": "status"})["nodes"]
+        snap = O.snapshot(spec)
+        if args.json:
+            print(json.dumps({"processes": procs, "controllers": {k: vars(v) for k, v in snap.controllers.items()},
+                              "brokers": {k: vars(v) for k, v in snap.brokers.items()}}, default=str))
+        else:
+            out.print(status_table(spec, snap, procs))
+        if time.monotonic() >= end:
+            return 0
+        time.sleep(1.0)
+
+
+def _test(args: argparse.Namespace, out: Console) -> int:
+    for name in ("duration", "down", "settle"):
+        val = getattr(args, name)
+        if not (val > 0 and val < 1e6):
+            raise UserError(f"--{name} must be a positive number of seconds, got {val}")
+    faults = tuple(f.strip() for f in args.faults.split(",") if f.strip() and f.strip() != "none")
+    unknown = [f for f in faults if f not in RECIPES]
+    if unknown:
+        raise UserError(f"--faults: unknown recipe {unknown[0]!r} (known: {', '.join(RECIPES)}, or none)")
+    maven.check_version(args.version)
+    cfg, profile = real_cfg(args)
+    opts = RealTestOptions(Path(args.dir), cfg, profile, args.version, duration=args.duration, faults=faults,
+                           down=args.down, settle=args.settle, fresh=args.fresh)
+    say = (lambda m: None) if args.json else (lambda m: out.print(m))
+    r = run_test(opts, say)
+    if args.json:
+        print(json.dumps(r, sort_keys=True, default=str))
+    else:
+        c = r["counts"]
+        out.print(f"{'valid' if r['valid'] else 'INVALID'}: {c['sent']} sent, {c['acked']} acknowledged, "
+                  f"{c['seen']} read, final master {r['finalMaster']}; {len(r['checked'])} invariants checked")
+        for v in r["violations"]:
+            out.print(f"  {v['invariant']}: {v['message']}")
+        for f in r["failovers"]:
+            out.print(f"  {f['recipe']}: {f['oldMaster']} -> {f['newMaster']} elected after "
+                      f"{f['electedAfterMs']} ms, first write after {f['firstWriteAfterMs']} ms")
+        for n in r["notes"]:
+            out.print(f"  note: {n}")
+        out.print(f"report: {r['report']}")
+    return 0 if r["valid"] else 1
+
+
+def _repro(args: argparse.Namespace, out: Console) -> int:
+    if args.list:
+        for r in sorted(REPROS.values(), key=lambda r: r.id):
+            exp = "; ".join(f"{v}: {e}" for v, e in sorted(r.expect.items())) or "no expectation recorded"
+            out.print(f"{r.id} ({r.invariant}, ~{r.minutes:g} min, profile {r.profile}): {r.title}")
+            out.print(f"  how: {r.how}")
+            out.print(f"  expected: {exp}")
+        return 0
+    if not args.ids:
+        raise UserError(f"name a finding (known: {', '.join(sorted(REPROS)) or 'none'}), or --list")
+    unknown = [i for i in args.ids if i not in REPROS]
+    if unknown:
+        raise UserError(f"no reproduction of {unknown[0]!r} (known: {', '.join(sorted(REPROS))})")
+    if args.repeat < 1:
+        raise UserError(f"--repeat must be at least 1, got {args.repeat}")
+    versions = [maven.check_version(v) for v in args.version] or [maven.PINNED]
+    C.preflight()
+    ok = True
+    for fid in args.ids:
+        r = REPROS[fid]
+        for v in versions:
+            rates: list[str] = []
+            for n in range(1, args.repeat + 1):
+                folder = Path(args.dir) / fid / f"v{v}-{n}"
+                say = (lambda m: None) if args.json else (lambda m: out.print(f"  {m}"))
+                if not args.json:
+                    out.print(f"{fid} on RocketMQ {v}, run {n}: {r.how}")
+                o = run_repro(r, v, folder, n, say)
+                rates.append(o.verdict)
+                ok = ok and o.verdict == REPRODUCED
+                if args.json:
+                    print(json.dumps({k: getattr(o, k) for k in ("finding", "version", "run", "verdict", "invariant",
+                                                                    "why", "evidence", "seconds", "folder")}))
+                    continue
+                style = {"reproduced": "red", "not reproduced": "green"}.get(o.verdict, "yellow")
+                out.print(f"[{style}]{o.verdict}[/]: {fid} ({o.invariant}) on RocketMQ {v} in {o.seconds:.0f} s: "
+                          f"{o.why}")
+                for e in o.evidence:
+                    out.print(f"    {e}")
+                out.print(f"  files: {o.folder}")
+            if args.repeat > 1 and not args.json:
+                out.print(f"{fid} on {v}: reproduced in {rates.count(REPRODUCED)} of {len(rates)} runs "
+                          f"({rates.count('inconclusive')} inconclusive)")
+    return 0 if ok else 1

@@ -1,0 +1,158 @@
+"""The outputs of a real run: ``result.json``, ``history.jsonl``, ``controller-log.jsonl``, ``trace.jsonl`` and
+``report.html`` (the verdict, what each invariant was checked on, the failovers, a timeline of roles,
+SyncStateSet and log ends drawn from the trace with the kit's other reports' timeline, the schedule, the final
+states).
+
+The trace is the run in the kit's trace shape (``docs/trace-format.md``): a header whose ``faults`` say
+``"mode": "real"`` (a record, not a replayable run), then one line per thing seen, merged by time (ms since the
+run was created): the fault actions as ``act`` lines, and ``real`` lines whose observations are the client
+history (``client.send``, ``client.send-result``, ``client.seen``), a crash (``sim.crash``: the kit's kind for a
+process that died), and what the admin API showed when it changed: ``ctl.state`` (the leading controller's view
+of the set: master, masterEpoch, syncStateSetEpoch, SyncStateSet as node names) and ``brk.state`` (a broker's
+role, epoch entries and commit-log end).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..impl.observations import BrkState, CtlState, RealObservation
+from ..impl.sim.report import escape, page_head, table, timeline_data, timeline_svg
+from ..impl.trace import TraceRecorder
+from .check import Files, History
+from .observe import Snapshot
+from .spec import RealSpec
+
+
+def _ms(v: Any) -> str:
+    return "-" if v is None else f"{v / 1000:.2f} s"
+
+
+def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[tuple[int, RealObservation]]:
+    """``ctl.state`` and ``brk.state`` observations (``impl/observations.py``), each when the admin API's view of it
+    changed, with its time (ms since the run was created)."""
+    out: list[tuple[int, RealObservation]] = []
+    last_ctl: CtlState | None = None
+    last_brk: dict[str, BrkState] = {}
+    for s in snaps:
+        t = s.t - spec.created_ms
+        lead = s.leader
+        if lead is not None:
+            view: CtlState = {"k": "ctl.state", "n": lead.node, "leader": lead.node, "master": lead.master,
+                              "masterEpoch": lead.master_epoch, "syncStateSetEpoch": lead.sss_epoch,
+                              "sss": [lead.ids.get(i, str(i)) for i in lead.sss]}
+            if view != last_ctl:
+                out.append((t, view))
+                last_ctl = view
+        for b, bv in sorted(s.brokers.items()):
+            if not bv.ok:
+                continue
+            master = lead is not None and lead.master == b
+            bview: BrkState = {
+                "k": "brk.state", "n": b, "role": "MASTER" if master else "SLAVE",
+                "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
+                "epochs": [[e, st] for e, st, _ in bv.epochs],
+                "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")]
+                                   for c in bv.ha_connections),
+                "haMaster": None if master else (bv.ha_client or {}).get("masterAddr")}
+            if bview != last_brk.get(b):
+                out.append((t, bview))
+                last_brk[b] = bview
+    return out
+
+
+def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list[Snapshot]) -> str:
+    rec = TraceRecorder({"seed": 0, "maxSteps": 0, "maxTime": None, "bugs": [], "profile": spec.profile,
+                         "config": spec.config, "faults": {"mode": "real", "events": result["faults"],
+                                                           "rocketmq": spec.version}})
+    merged: list[tuple[int, int, dict[str, Any], list[dict[str, Any]]]] = []
+    for f in result["faults"]:
+        obs = [{"k": "sim.crash", "node": f["node"], "powerLoss": False, "lostBytes": 0}] if f["do"] == "crash" else []
+        merged.append((int(f["t"]), 0, {"ev": "act", "act": f}, obs))
+    for e in [*h.sends, *h.results, *h.seen]:
+        o = {k: v for k, v in e.items() if k != "t"}
+        merged.append((int(e["t"]), 1, {"ev": "real", "node": e["n"]}, [o]))
+    for t, s in state_events(spec, snaps):
+        merged.append((t, 1, {"ev": "real", "node": s["n"]}, [dict(s)]))
+    merged.sort(key=lambda x: (x[0], x[1]))
+    for i, (t, _, line, obs) in enumerate(merged, 1):
+        rec.step(i, t, line, obs)
+    first = result["violations"][0] if result["violations"] else None
+    end_t = merged[-1][0] if merged else 0
+    rec.footer = {"end": True, "steps": len(merged), "t": end_t,
+                  "violation": None if first is None else {"invariant": first["invariant"], "step": len(merged),
+                                                           "t": end_t, "message": first["message"], "state": {}},
+                  "hash": rec.digest()}
+    return rec.text() + json.dumps(rec.footer, sort_keys=True, separators=(",", ":")) + "\n"
+
+
+def render(spec: RealSpec, r: dict[str, Any], trace_text: str) -> str:
+    ok = r["valid"]
+    c = r["counts"]
+    parts = [
+        page_head("rmqha real test", css="body{max-width:1400px}"),
+        f"<h1>rmqha real test: <span class='{'ok' if ok else 'bad'}'>{'valid' if ok else 'INVALID'}</span></h1>",
+        f"<p>Apache RocketMQ {escape(spec.version)} (Maven Central), {len(spec.controllers)} "
+        f"{escape(spec.controller_type)} controller(s), {len(spec.brokers)} brokers, "
+        f"profile {escape(r['profile'])}.</p>",
+        table(["faults", "duration s", "wall s", "sent", "acknowledged", "errors", "read", "final master"],
+               [[", ".join(r["recipes"]) or "none", r["duration"], r["wallSeconds"], c["sent"], c["acked"],
+                 c["errors"], c["seen"], r["finalMaster"] or "none"]]),
+    ]
+    if r["notes"]:
+        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in r["notes"]) + "</ul>")
+    parts.append("<h2>Violations</h2>")
+    parts.append(table(["invariant", "message"], [[v["invariant"], v["message"]] for v in r["violations"]])
+                 if r["violations"] else "<p class='ok'>none</p>")
+    parts.append("<h2>Failovers</h2>")
+    parts.append(table(["fault", "at", "old master", "SyncStateSet before", "new master", "from the SyncStateSet",
+                         "elected after", "first write after"],
+                        [[f["recipe"], _ms(f["at"]), f["oldMaster"], ", ".join(f["oldSss"]), f["newMaster"] or "none",
+                          "-" if f["newMasterInSss"] is None else ("yes" if f["newMasterInSss"] else "no"),
+                          _ms(f["electedAfterMs"]), _ms(f["firstWriteAfterMs"])] for f in r["failovers"]])
+                 if r["failovers"] else "<p>none</p>")
+    parts.append("<h2>Timeline</h2>")
+    parts.append(timeline_svg(timeline_data(trace_text)))
+    parts.append("<h2>What was checked</h2>")
+    parts.append(table(["invariant", "checked on"], [[k, w] for k, w in sorted(r["checked"].items())]))
+    parts.append("<h2>Send statuses</h2>")
+    parts.append(table(["status", "count"], [[k, n] for k, n in sorted(r["statuses"].items())]))
+    parts.append("<h2>Fault schedule</h2>")
+    parts.append(table(["t", "action", "node / id", "detail"],
+                        [[_ms(f["t"]), f["do"], f.get("node") or f.get("id") or "",
+                          f.get("why") or (f"{len(f['links'])} links" if f.get("links") else "")
+                          or " ".join(f.get("netem") or [])] for f in r["faults"]]))
+    parts.append(f"<p>files: <code>{escape(spec.dir)}</code> (nodes/, logs/, clients/, events/, history.jsonl, "
+                 "trace.jsonl, controller-log.jsonl, result.json)</p>")
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_outputs(spec: RealSpec, result: dict[str, Any]) -> str:
+    """Write every output; returns the report's path. ``result`` loses its in-memory parts on the way."""
+    h: History = result.pop("history")
+    snaps: list[Snapshot] = result.pop("snapshots")
+    files: Files = result.pop("files")
+    applied = result.pop("controllerLog")
+    d = Path(spec.dir)
+    with open(d / "history.jsonl", "w", encoding="utf-8") as f:
+        for e in sorted([*h.sends, *h.results, *h.seen], key=lambda e: e["t"]):
+            f.write(json.dumps(e, sort_keys=True) + "\n")
+    with open(d / "controller-log.jsonl", "w", encoding="utf-8") as f:
+        for e in applied:
+            f.write(json.dumps(e, sort_keys=True) + "\n")
+    result["controllerEvents"] = len(applied)
+    result["files"] = {"commitLogEnds": {b: lg.end_offset for b, lg in files.logs.items()},
+                       "epochs": {b: (ef.pairs() if ef else []) for b, ef in files.epochs.items()},
+                       "stale": files.stale, "checkpointConfirmOffsets": files.confirm}
+    for v in result["violations"]:  # the full lists are in the history; the result keeps a sample
+        if len(v.get("lost", ())) > 50:
+            v["lost"] = v["lost"][:50]
+    trace_text = merged_trace(spec, result, h, snaps)
+    (d / "trace.jsonl").write_text(trace_text, encoding="utf-8")
+    (d / "result.json").write_text(json.dumps(result, indent=1, sort_keys=True, default=str), encoding="utf-8")
+    path = d / "report.html"
+    path.write_text(render(spec, result, trace_text), encoding="utf-8")
+    return str(path)

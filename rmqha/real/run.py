@@ -1,0 +1,201 @@
+"""``rmqha real test``: a real cluster, a workload, a fault schedule, then the verdict on what was observed.
+
+Phases, each bounded: **up** (every JVM listens), **warm-up** (the admin API shows a master whose SyncStateSet
+holds every broker), **topic** (created on the master and on each slave with the admin API, so that a failover
+finds it: ``autoCreateTopicEnable`` is off), **workload** (the Java tool's producer and consumer from the start;
+the nemesis plays its recipes spread over ``duration``), **settle** (every fault undone, the producer stopped,
+then until the master's SyncStateSet is whole and every broker's commit log ends at the same offset), **drain**
+(the consumer reads until it has nothing new for 3 s), **down** (the supervisor SIGKILLs every JVM: the files
+stay as a crash leaves them) and **check** (``check.py``, on the client history, the observer's snapshots and
+the files each node left).
+
+Outputs in the run folder: ``result.json``, ``history.jsonl`` (the client history in the kit's vocabulary),
+``trace.jsonl`` (the run in the kit's trace shape, ``"faults": {"mode": "real"}``), ``controller-log.jsonl``
+(the controller's committed event log, read from its store), ``report.html``; the nodes' files and logs stay.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..impl.sim.config import Config
+from . import control as C
+from .check import evaluate
+from .clients import Client, Observer, Tail
+from .nemesis import RECIPES, Nemesis, NemesisError
+from .observe import Snapshot, observe_args, run_tool
+from .report import write_outputs
+from .spec import RealSpec
+
+TOPIC = "RmqhaTopic"
+WARM_TIMEOUT_S = 120.0
+
+
+@dataclass
+class RealTestOptions:
+    folder: Path
+    cfg: Config
+    profile: str
+    version: str
+    duration: float = 60.0
+    faults: tuple[str, ...] = ("kill-master",)
+    down: float = 5.0
+    settle: float = 60.0
+    fresh: bool = False
+
+
+def _whole(spec: RealSpec, s: Snapshot) -> bool:
+    lead = s.leader
+    return lead is not None and lead.master is not None and len(lead.sss) == len(spec.brokers)
+
+
+def _settled(spec: RealSpec, s: Snapshot) -> bool:
+    if not _whole(spec, s):
+        return False
+    ends = {b: s.brokers[b].max_offset for b in spec.brokers if b in s.brokers and s.brokers[b].ok}
+    return len(ends) == len(spec.brokers) and len(set(ends.values())) == 1
+
+
+def _interruptible() -> dict[int, Any]:
+    """SIGTERM / SIGHUP end the run as Ctrl-C does: through the ``finally`` that ends the cluster. Returns the
+    handlers it replaced (restored when the run ends)."""
+    def raise_interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+
+
+def run_test(opts: RealTestOptions, say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    for r in opts.faults:
+        if r not in RECIPES:
+            raise C.RealError(f"unknown fault {r!r} (known: {', '.join(RECIPES)})")
+    replaced = _interruptible()
+    try:
+        return _run_test(opts, say)
+    finally:
+        for sig, handler in replaced.items():
+            signal.signal(sig, handler)
+
+
+def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, Any]:
+    t_begin = time.monotonic()
+    lifetime = int(opts.duration + opts.settle + 300 + 60 * len(opts.faults))
+    spec = C.up(opts.folder, opts.cfg, version=opts.version, profile=opts.profile, lifetime_s=lifetime,
+                fresh=opts.fresh, owner=os.getpid(), say=say)
+    say(f"up in {time.monotonic() - t_begin:.0f} s: {', '.join(spec.nodes)}")
+    notes: list[str] = []
+    timing: dict[str, float] = {"upS": round(time.monotonic() - t_begin, 1)}
+    clients: list[Client] = []
+    nem: Nemesis | None = None
+    try:
+        observer = Client(spec, "observe", observe_args(spec, once=False, interval_ms=500))
+        clients.append(observer)
+        obs = Observer(spec, observer)
+        warm = obs.wait(lambda s: _whole(spec, s), WARM_TIMEOUT_S)
+        if warm is None:
+            raise C.RealError(f"no master with a whole SyncStateSet within {WARM_TIMEOUT_S:.0f} s of start; see "
+                              f"{spec.dir / 'logs'}")
+        timing["warmS"] = round(time.monotonic() - t_begin, 1)
+        say(f"warm: master {warm.master} at masterEpoch {warm.leader.master_epoch if warm.leader else '?'}")
+        _create_topic(spec, warm, say, notes)
+        wl = spec.cfg.workload
+        common = ["--namesrv", spec.namesrv_addr, "--topic", TOPIC]
+        clients.append(Client(spec, "consumer", ["consume", *common, "--group", "rmqha_consumer",
+                                                 "--interval-ms", str(max(50, wl.consume_interval))]))
+        clients.append(Client(spec, "producer", ["produce", *common, "--group", "rmqha_producer",
+                                                 "--interval-ms", str(wl.produce_interval), "--size",
+                                                 str(wl.message_size_max), "--key-prefix", "p1-",
+                                                 "--timeout-ms", str(wl.send_timeout),
+                                                 "--route-refresh-ms", str(wl.route_refresh)]))
+        producer = clients[-1]
+        nem = Nemesis(spec, obs, opts.down, say)
+        start = time.monotonic()
+        gap = opts.duration / (len(opts.faults) + 1)
+        for i, recipe in enumerate(opts.faults):
+            _sleep_until(start + gap * (i + 1) - opts.down / 2, obs)
+            try:
+                nem.play(recipe)
+            except NemesisError as exc:
+                notes.append(f"{recipe}: {exc}")
+                say(f"{recipe}: {exc}")
+        _sleep_until(start + opts.duration, obs)
+        nem.undo_all()
+        producer.stop()
+        nem.act("stop-producer", node="p1")
+        t_settle = time.monotonic()
+        settled = obs.wait(lambda s: _settled(spec, s), opts.settle)
+        if settled is None:
+            notes.append(f"not settled within {opts.settle:g} s (a master with the whole SyncStateSet and every "
+                         "commit log at the same end)")
+        timing["settleS"] = round(time.monotonic() - t_settle, 1)
+        _drain(spec.dir / "clients" / "consumer.jsonl", 3.0, 30.0)
+        for c in clients:
+            c.stop()
+        obs.poll()
+    finally:
+        for c in clients:
+            if c.running():
+                c.stop(2.0)
+        if nem is not None:
+            nem.close()
+        C.down(spec.dir)
+    say("down; checking")
+    result = evaluate(spec, nem.events if nem else [], nem.context if nem else [], notes)
+    result.update(profile=opts.profile, version=opts.version, duration=opts.duration, recipes=list(opts.faults),
+                  timing=timing, wallSeconds=round(time.monotonic() - t_begin, 1))
+    result["report"] = write_outputs(spec, result)
+    return result
+
+
+def _create_topic(spec: RealSpec, warm: Snapshot, say: Callable[[str], None], notes: list[str]) -> None:
+    """``updateTopic`` on the master, then on each slave (one JVM for all; one per broker if that fails)."""
+    queues = spec.cfg.workload.queues or 2
+    order = [b for b in [warm.master, *spec.brokers] if b is not None]
+    order = list(dict.fromkeys(order))
+
+    def update(brokers: list[str]) -> str | None:
+        lines = run_tool(spec, "admin", "update-topic", "--addr", ",".join(spec.front_addr(b) for b in brokers),
+                         "--topic", TOPIC, "--queues", str(queues), timeout=90)
+        if any(d.get("k") == "admin" and d.get("ok") for d in lines):
+            return None
+        return str(next((d.get("error") for d in lines if d.get("error")), "no answer"))
+
+    if update(order) is not None:
+        for b in order:
+            err = update([b])
+            if err is not None:
+                notes.append(f"topic {TOPIC} on {b}: {err}")
+                say(f"topic {TOPIC} on {b}: {err}")
+    say(f"topic {TOPIC}: {queues} queues on {', '.join(order)}")
+
+
+def _drain(path: Path, quiet_s: float, timeout: float) -> None:
+    """Wait until the consumer has printed nothing new for ``quiet_s`` seconds (at most ``timeout``)."""
+    tail = Tail(path)
+    end = time.monotonic() + timeout
+    last = time.monotonic()
+    while time.monotonic() < end:
+        if any(d.get("k") == "seen" for d in tail.read()):
+            last = time.monotonic()
+        elif time.monotonic() - last >= quiet_s:
+            return
+        time.sleep(0.3)
+
+
+def _sleep_until(t: float, obs: Observer) -> None:
+    while True:
+        left = t - time.monotonic()
+        if left <= 0:
+            return
+        obs.poll()
+        time.sleep(min(left, 0.5))
+
