@@ -25,8 +25,7 @@ from rmqha.impl.sim.config import Config, config_from_dict, default_config
 from rmqha.impl.sim.faults import explicit_from_trace
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.shrink import shrink
-
-from rmqha.cli.files import write_text
+from rmqha.impl.sim.tracefile import write_text
 
 STEPS = 20_000
 ROOT = Path(__file__).resolve().parent.parent

@@ -16,9 +16,8 @@ from rmqha.impl import bugs as B
 from rmqha.impl.findings import FINDINGS
 from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run_header
+from rmqha.impl.sim.tracefile import read_text as read_trace_text
 from rmqha.impl.trace import parse
-
-from rmqha.cli.files import read_trace_text
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "findings"
 INDEX = json.loads((DOCS / "index.json").read_text())
