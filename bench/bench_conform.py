@@ -18,10 +18,9 @@ import platform
 import time
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import default_config
+from rmqha.impl.sim.config import default_config
 from rmqha.impl.sim.runner import header_for, run
-
-from rmqha.conform import validate
+from rmqha.models.conform import validate
 
 
 def main() -> int:

@@ -29,8 +29,8 @@ import time
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
-from rmqha.impl.scenarios import precursors_off
+from rmqha.impl.sim.config import config_from_dict, default_config
+from rmqha.impl.sim.scenarios import precursors_off
 from rmqha.spark_fuzz.campaign import Campaign, options_from
 from rmqha.spark_fuzz.settings import FuzzSettings
 from rmqha.spark_fuzz.task import run_input

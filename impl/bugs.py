@@ -199,11 +199,11 @@ BUGS: dict[str, Bug] = {
             "instead of trusting the -1 ('last epoch') it noted when the epoch began, and takes it once it is not "
             "Long.MAX_VALUE (#9690's test, endOffset != LAST_EPOCH_END_OFFSET).", kind="fix"),
         Bug(FIX_CONFIRM_WAITS_FIRST_ACK, "SYNC-CONFIRM-BOUND", "AutoSwitchHAService.computeConfirmOffset",
-            "finding F-CONFIRM-SKIPS-NEW-CONNECTION; digest §e.7 GAP",
+            "finding F-CONFIRM-SKIPS-NEW-CONNECTION (docs/findings)",
             "A member of the ack set whose connection has not acked yet (ack <= 0) freezes confirmOffset, like a "
             "member with no connection, instead of being left out of the minimum.", kind="fix"),
         Bug(FIX_VALIDATE_AFTER_COMMIT, "CTL-ALTER-FENCED", "DLedgerController.EventScheduler",
-            "finding F-DLEDGER-STALE-VALIDATION; digest §a.4 GAP",
+            "finding F-DLEDGER-STALE-VALIDATION (docs/findings)",
             "The scheduler validates a request only once every entry already appended has committed, so no event "
             "is validated on a state that lacks an earlier one.", kind="fix"),
         Bug(FIX_PROPOSAL_KEEPS_EPOCHS, "SYNC-SSS-HOLDS-ACKED", "ReplicasManager.doReportSyncStateSetChanged",
@@ -212,7 +212,7 @@ BUGS: dict[str, Bug] = {
             "decided, not when the executor gets to it, so the controller fences a proposal that outlived its epoch.",
             kind="fix"),
         Bug(FIX_UNION_KEEPS_ALL_PROPOSALS, "SYNC-SSS-HOLDS-ACKED", "AutoSwitchHAService.markSynchronizingSyncStateSet",
-            "finding F-GAP-UNION; digest §e.6 GAP-UNION",
+            "finding F-GAP-UNION (docs/findings)",
             "The remote set accumulates every proposal made since the last confirmed set instead of keeping only the "
             "latest, so a proposal the controller may still accept never drops out of the ack set.", kind="fix"),
         Bug(FIX_CONFIRM_SHORTCUT_USES_UNION, "SYNC-SEEN-NO-LOSS", "CommitLog.getConfirmOffset",
@@ -225,7 +225,7 @@ BUGS: dict[str, Bug] = {
             "re-confirmed at the same epoch), the entry is kept instead of truncated and re-appended at the current "
             "max offset.", kind="fix"),
         Bug(FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, "HA-LOG-MATCHING", "EpochFileCache.appendEntry",
-            "finding F-EPOCH-EQ-SPLICE; digest §f QUIRK-EPOCH-EQ (related upstream PR #9942, after 5.3.3)",
+            "finding F-EPOCH-EQ-SPLICE (docs/findings; related upstream PR #9942, after 5.3.3)",
             "An entry whose start equals the last entry's start and whose epoch is greater replaces that last entry "
             "(its epoch holds no bytes) instead of being rejected; an HA connection whose transfer epoch was replaced "
             "follows the entry that now covers its position.", kind="fix"),
@@ -261,7 +261,7 @@ BUGS: dict[str, Bug] = {
             "when the controller accepts the shrink (setSyncStateSet, 5.3.3's rule); until then the ack set keeps "
             "it. Without that switch it changes nothing.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
-            "DefaultElectPolicy (fallback to all replicas), digest UNCLEAN-MAY-LOSE",
+            "DefaultElectPolicy (fallback to all replicas: an unclean master may lack acknowledged messages)",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",
             kind="config", settings=(("controller", "enableElectUncleanMaster", True),)),
         Bug("allack-off", "SYNC-NO-ACK-LOSS", "MessageStoreConfig.allAckInSyncStateSet",

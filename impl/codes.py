@@ -50,7 +50,7 @@ class RequestCode(IntEnum):
 
 
 class ResponseCode(IntEnum):
-    """``remoting/.../protocol/ResponseCode.java``, 5.1.1+ numbering (digest §b.0, §j)."""
+    """``remoting/.../protocol/ResponseCode.java``, 5.1.1+ numbering (the controller codes 2000-2015)."""
 
     SUCCESS = 0
     SYSTEM_ERROR = 1

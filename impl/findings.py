@@ -12,7 +12,7 @@ message text alone.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,24 +37,25 @@ FINDINGS: dict[str, Finding] = {
         Finding("F-TRANSFER-EPOCH-STALE", "An HA connection keeps transferring under an epoch that has ended",
                 ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_EPOCH_REFRESH,
                 "AutoSwitchHAConnection.changeTransferEpochToNext / transferToSlave",
-                "apache/rocketmq#9689 (fixed by #9690 after 5.3.3); digest §e.5 QUIRK"),
+                "apache/rocketmq#9689 (fixed by #9690 after 5.3.3)"),
         Finding("F-CONFIRM-SKIPS-NEW-CONNECTION",
                 "confirmOffset skips an SSS member that has reconnected but not yet acked",
                 ("SYNC-CONFIRM-BOUND",), B.FIX_CONFIRM_WAITS_FIRST_ACK,
-                "AutoSwitchHAService.computeConfirmOffset (the #6729 'ack > 0' filter)", "digest §e.7 GAP"),
+                "AutoSwitchHAService.computeConfirmOffset (the #6729 'ack > 0' filter)",
+                "known gap of #6729's filter"),
         Finding("F-DLEDGER-STALE-VALIDATION",
                 "The controller validates a request on a state that lacks a still-uncommitted earlier event",
                 ("CTL-ALTER-FENCED", "CTL-CLEAN-ELECTION", "CTL-ONE-MASTER-PER-EPOCH", "CTL-READ-COMMITTED"),
                 B.FIX_VALIDATE_AFTER_COMMIT,
                 "DLedgerController.EventScheduler / appendToDLedgerAndWait (5 s wait, then the next request)",
-                "digest §a.4 GAP"),
+                "known gap: DLedger validates, then proposes"),
         Finding("F-STALE-SSS-PROPOSAL", "A queued SyncStateSet proposal is sent with the epochs of a later term",
                 ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"), B.FIX_PROPOSAL_KEEPS_EPOCHS,
                 "ReplicasManager.doReportSyncStateSetChanged (reads masterEpoch / syncStateSetEpoch when it runs)",
                 "new"),
         Finding("F-GAP-UNION", "A newer SyncStateSet proposal pushes an accepted one out of the ack set",
                 ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-EXPAND-SAFE"), B.FIX_UNION_KEEPS_ALL_PROPOSALS,
-                "AutoSwitchHAService.markSynchronizingSyncStateSet (remote set overwritten)", "digest §e.6 GAP-UNION"),
+                "AutoSwitchHAService.markSynchronizingSyncStateSet (remote set overwritten)", "known gap (GAP-UNION)"),
         Finding("F-CONFIRM-LOCAL-SHORTCUT",
                 "A master whose confirmed SSS is itself alone exposes unacknowledged messages to consumers",
                 ("SYNC-SEEN-NO-LOSS",), B.FIX_CONFIRM_SHORTCUT_USES_UNION,
@@ -78,7 +79,7 @@ FINDINGS: dict[str, Finding] = {
                 ("HA-LOG-MATCHING",), B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH,
                 "EpochFileCache.appendEntry (QUIRK-EPOCH-EQ) in AutoSwitchHAService.changeToMaster; "
                 "AutoSwitchHAClient (TRANSFER: heartbeats record the epoch too)",
-                "digest §f QUIRK-EPOCH-EQ; related upstream PR #9942 (after 5.3.3)"),
+                "QUIRK-EPOCH-EQ; related upstream PR #9942 (after 5.3.3)"),
         Finding("F-TRANSFER-NEGATIVE-BATCH",
                 "With upstream fix #9690, a connection served past a truncation sends a batch of negative size",
                 ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_CHECKS_LOG_END,
@@ -112,8 +113,8 @@ def candidates(invariant: str) -> list[Finding]:
     return [f for f in FINDINGS.values() if invariant in f.invariants]
 
 
-def classify(header: dict[str, Any], violation: dict[str, Any],
-             rerun: Callable[[dict[str, Any]], dict[str, Any] | None]) -> str | None:
+def classify(header: dict[str, Any], violation: Mapping[str, Any],
+             rerun: Callable[[dict[str, Any]], Mapping[str, Any] | None]) -> str | None:
     """The finding whose fix removes ``violation``, or None.
 
     ``rerun(header)`` runs a header and returns its violation dict (or None). A candidate explains the

@@ -9,6 +9,7 @@ one stream never shifts another.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from typing import TypeVar
 
@@ -62,8 +63,6 @@ class DetRng:
 
     def exp_ms(self, mean: int) -> int:
         """Exponentially distributed delay (ms, >= 1) with the given mean, by inversion."""
-        import math
-
         u = self.unit()
         return max(1, int(-math.log(1.0 - u) * mean))
 

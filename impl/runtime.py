@@ -15,11 +15,14 @@ An ``Executor`` is a single-threaded executor (jobs one at a time, in order); ``
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+from .observations import NodeObservation, ObsKind
 from .rng import DetRng
+
+T = TypeVar("T")
 
 # ------------------------------------------------------------------------------------------ messages
 
@@ -30,7 +33,7 @@ class Command:
 
     code: int
     opaque: int = 0
-    header: dict[str, Any] = field(default_factory=dict)
+    header: Mapping[str, Any] = field(default_factory=dict)  # the code's header (impl/wire.py: decode_header)
     body: Any = None
     response: bool = False
     oneway: bool = False
@@ -47,7 +50,7 @@ class Command:
         return d
 
 
-def response_to(req: Command, code: int, header: dict[str, Any] | None = None, body: Any = None,
+def response_to(req: Command, code: int, header: Mapping[str, Any] | None = None, body: Any = None,
                 remark: str | None = None) -> Command:
     return Command(int(code), req.opaque, header or {}, body, response=True, remark=remark)
 
@@ -88,10 +91,20 @@ class HAClose:
 
 @dataclass(slots=True)
 class Observe:
-    """Something the checkers and the trace want to see; it never changes behaviour."""
+    """Something the checkers and the trace want to see (``impl/observations.py``); it never changes behaviour.
+    ``obs`` is the record as the trace keeps it: its kind ``k``, the node ``n`` (``Actor.emit`` sets it) and the
+    kind's fields."""
 
-    kind: str
-    data: dict[str, Any]
+    obs: NodeObservation
+
+    @property
+    def kind(self) -> ObsKind:
+        return self.obs["k"]
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The kind's fields alone (without ``k`` and ``n``)."""
+        return {k: v for k, v in self.obs.items() if k not in ("k", "n")}
 
 
 Effect = Send | SetTimer | HAConnect | HAWrite | HAClose | Observe
@@ -158,7 +171,14 @@ class Release:
     monitor: Monitor
 
 
-Job = Generator[Any, Any, None]
+Op = Call | Sleep | Await | Acquire | Release
+"""What a strand yields to the actor's scheduler."""
+
+Steps = Generator[Op, Any, T]
+"""A strand's code: yields ops, is resumed with each op's result (a response, a future's value, or None), returns
+a ``T``."""
+
+Job = Steps[None]
 
 
 class Monitor:
@@ -270,6 +290,9 @@ class Actor:
         self._rpc: dict[int, tuple[Strand, int]] = {}  # opaque -> (waiting strand, timeout timer)
         self.halted = False  # the process is dead: none of its strands runs again (see ``halt``)
 
+    def start(self) -> None:
+        """The process starts: each kind of node arms its first timers and sends its first requests here."""
+
     def halt(self) -> None:
         """kill -9: the process's threads are gone. State it shared with its successor (the controller's log and
         its entries' futures) must not wake them: a strand of a dead incarnation never resumes."""
@@ -302,8 +325,10 @@ class Actor:
     def send(self, dst: str, cmd: Command) -> None:
         self.out.append(Send(dst, cmd))
 
-    def observe(self, kind: str, **data: Any) -> None:
-        self.out.append(Observe(kind, data))
+    def emit(self, obs: NodeObservation) -> None:
+        """Tell the checkers and the trace what happened (``impl/observations.py``), under this node's name."""
+        obs["n"] = self.name
+        self.out.append(Observe(obs))
 
     def on_message(self, src: str, cmd: Command, channel: str | None = None) -> None:
         """``channel``: the remoting connection the message came on, as the driver names it (``None``: the sender's

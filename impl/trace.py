@@ -20,10 +20,80 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, NotRequired, Protocol, TypedDict
 
 FORMAT = "rmqha-trace"
 VERSION = 1
+
+
+class ViolationRecord(TypedDict):
+    """The first violation of a run: the invariant's id, the step and simulated time, a message and state."""
+
+    invariant: str
+    step: int
+    t: int
+    message: str
+    state: dict[str, Any]
+
+
+class Faults(TypedDict):
+    """How a run's faults come about: ``generated`` (the generator, from the seed), ``explicit`` (``events``, a list
+    of fault actions: ``impl/sim/actions.py``), or ``real`` (what a real cluster's nemesis did)."""
+
+    mode: str
+    events: NotRequired[list[Any]]
+
+
+class TraceHeader(TypedDict):
+    """Line 1: everything that determines the run (a model trace's header has its own fields, ``layer: "model"``)."""
+
+    format: str
+    version: int
+    seed: int
+    maxSteps: int
+    maxTime: int | None
+    bugs: list[str]
+    profile: str | None
+    config: dict[str, Any]
+    disabledInvariants: NotRequired[list[str]]
+    faults: Faults
+
+
+class Footer(TypedDict):
+    end: bool
+    steps: int
+    t: int
+    violation: ViolationRecord | None
+    hash: str
+
+
+class StepLine(TypedDict):
+    """A step line as read back: ``i``, ``t``, what the step delivered (``ev`` and its fields:
+    ``impl/sim/events.py``) and the step's observations (``impl/observations.py``)."""
+
+    i: int
+    t: int
+    ev: str
+    obs: NotRequired[list[dict[str, Any]]]
+    act: NotRequired[dict[str, Any]]
+
+
+class _Violation(Protocol):
+    def to_dict(self) -> ViolationRecord: ...
+
+
+class RunEnd(Protocol):
+    """What the footer reads of a finished run (``impl/sim/world.Simulation``)."""
+
+    @property
+    def step(self) -> int: ...
+
+    @property
+    def now(self) -> int: ...
+
+    @property
+    def violation(self) -> _Violation | None: ...
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
@@ -37,27 +107,27 @@ def canonical(obj: Any) -> str:
 class TraceRecorder:
     """Collects the lines of one run (or only their hash, with ``keep=False``)."""
 
-    def __init__(self, header: dict[str, Any], keep: bool = True) -> None:
+    def __init__(self, header: Mapping[str, Any], keep: bool = True) -> None:
         self.keep = keep
         self.lines: list[str] = []
         self._hash = hashlib.sha256()
-        self.footer: dict[str, Any] | None = None
+        self.footer: Footer | None = None
         self._add(dict(header, format=FORMAT, version=VERSION))
 
-    def _add(self, obj: dict[str, Any]) -> None:
+    def _add(self, obj: Mapping[str, Any]) -> None:
         line = canonical(obj)
         self._hash.update(line.encode())
         self._hash.update(b"\n")
         if self.keep:
             self.lines.append(line)
 
-    def step(self, i: int, t: int, event: dict[str, Any], obs: list[dict[str, Any]]) -> None:
+    def step(self, i: int, t: int, event: Mapping[str, Any], obs: Sequence[Mapping[str, Any]]) -> None:
         line = {"i": i, "t": t, **event}
         if obs:
             line["obs"] = obs
         self._add(line)
 
-    def finish(self, sim: Any) -> None:
+    def finish(self, sim: RunEnd) -> None:
         v = sim.violation
         self.footer = {"end": True, "steps": sim.step, "t": sim.now,
                        "violation": None if v is None else v.to_dict(), "hash": self.digest()}

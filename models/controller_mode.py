@@ -44,9 +44,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 NONE = -1
+
+
+T = TypeVar("T")
+
+Label = tuple[str, *tuple[int, ...]]
+"""An action's label: its name (a spec action's) and its arguments (broker indices, epochs, a set's mask, flags)."""
 
 
 @dataclass(frozen=True)
@@ -143,7 +149,7 @@ def initial(cfg: ModelConfig) -> State:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _set(t: tuple, i: int, v: Any) -> tuple:
+def _set(t: tuple[T, ...], i: int, v: T) -> tuple[T, ...]:
     return (*t[:i], v, *t[i + 1:])
 
 
@@ -300,7 +306,7 @@ def _elected(s: State, new: int) -> State:
     return s._replace(ctlMaster=new, ctlME=s.ctlME + 1, ctlSSS=_bit(new), ctlSE=s.ctlSE + 1)
 
 
-def controller_elect(s: State, cfg: ModelConfig) -> Iterator[tuple[tuple, State]]:
+def controller_elect(s: State, cfg: ModelConfig) -> Iterator[tuple[Label, State]]:
     """ControllerElect: ``scanNeedReelectBrokerSets`` → ``triggerElectMaster``: the master is not alive and some
     registered broker is. Nothing electable: ``ElectMasterEvent(notElected)`` (master := null, mE+1)."""
     m = s.ctlMaster
@@ -314,7 +320,7 @@ def controller_elect(s: State, cfg: ModelConfig) -> Iterator[tuple[tuple, State]
             yield ("ControllerElect", new), _elected(s, new)
 
 
-def broker_elect(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def broker_elect(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """BrokerElect: ``ReplicasManager.brokerElect`` when the controller has no master. A first election takes
     the requester; otherwise nothing electable means ``ELECT_MASTER_FAILED`` (no event)."""
     if not (s.alive[b] and s.reach[b] and s.registered >> b & 1 and s.ctlMaster == NONE):
@@ -326,7 +332,7 @@ def broker_elect(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, St
         yield ("BrokerElect", b, new), _elected(s, new)
 
 
-def admin_elect(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def admin_elect(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """AdminElect: ``mqadmin electMaster`` designating b (bounded). A first election takes b unchecked."""
     if s.nAdmin >= cfg.MaxAdminElect or not s.registered:
         return
@@ -359,7 +365,8 @@ def alter_outcome(s: State, cfg: ModelConfig, req: tuple[int, int, int, int]) ->
     return ""
 
 
-def controller_alter(s: State, cfg: ModelConfig, req: tuple[int, int, int, int]) -> Iterator[tuple[tuple, State]]:
+def controller_alter(s: State, cfg: ModelConfig,
+                     req: tuple[int, int, int, int]) -> Iterator[tuple[Label, State]]:
     """ControllerAlter: the controller handles one alterSyncStateSet request (removed from the network)."""
     rest = tuple(r for r in s.reqs if r != req)
     if alter_outcome(s, cfg, req) == "":
@@ -429,7 +436,7 @@ def _change_to_slave(s: State, cfg: ModelConfig, b: int, m: int) -> State:
     return s._replace(conn=_set(s.conn, b, NONE), ack=_set(s.ack, b, -1))
 
 
-def sync(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def sync(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Sync: the broker adopts the controller's view (a reply, a role-change notification or the periodic
     ``schedulingSyncBrokerMetadata``): a role change for a greater mE, an SSS for a greater sE."""
     if not (s.alive[b] and s.reach[b] and s.registered >> b & 1):
@@ -459,7 +466,7 @@ def _propose(s: State, cfg: ModelConfig, m: int, new: int) -> State:
     return s
 
 
-def produce(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def produce(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Produce: a put on a master (``CommitLog.asyncPutMessage``): appended, then waiting for its acks."""
     if not (s.alive[b] and s.role[b] == b and s.sent < cfg.MaxMsgs):
         return
@@ -483,7 +490,7 @@ def put_acked(s: State, cfg: ModelConfig, b: int, i: int) -> bool:
     return count >= n
 
 
-def ack_put(s: State, cfg: ModelConfig, p: tuple[int, int]) -> Iterator[tuple[tuple, State]]:
+def ack_put(s: State, cfg: ModelConfig, p: tuple[int, int]) -> Iterator[tuple[Label, State]]:
     """AckPut: the producer sees PUT_OK."""
     b, m = p
     if not (s.alive[b] and s.role[b] == b):
@@ -493,7 +500,7 @@ def ack_put(s: State, cfg: ModelConfig, p: tuple[int, int]) -> Iterator[tuple[tu
         yield ("AckPut", b, m), s._replace(pend=tuple(q for q in s.pend if q != p), acked=s.acked | 1 << (m - 1))
 
 
-def handshake(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def handshake(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Handshake: ``AutoSwitchHAClient`` connects to its master and truncates to ``findConsistentPoint``
     (``doTruncate``); an empty epoch cache truncates nothing; no consistent point fails (retried)."""
     m = s.role[b]
@@ -517,7 +524,7 @@ def handshake(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State
     yield ("Handshake", b), s
 
 
-def transfer(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def transfer(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Transfer: the master's ``WriteSocketService`` sends the next message once the slave has reported; the
     header names the master's epoch entry covering it; the slave records a new epoch (``appendEntry``) and takes
     confirmOffset = min(header, own max)."""
@@ -539,7 +546,7 @@ def transfer(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]
                                       confirm=_set(s.confirm, b, c))
 
 
-def slave_ack(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def slave_ack(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """SlaveAck: the slave reports its max offset; the master (``HAServerReader``) records it, may propose the
     slave for its SSS (``maybeExpandInSyncStateSet``) and recomputes confirmOffset for a local member."""
     m = s.conn[b]
@@ -561,7 +568,7 @@ def slave_ack(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State
     yield ("SlaveAck", b), s
 
 
-def shrink(s: State, cfg: ModelConfig, m: int, b: int) -> Iterator[tuple[tuple, State]]:
+def shrink(s: State, cfg: ModelConfig, m: int, b: int) -> Iterator[tuple[Label, State]]:
     """Shrink: the master proposes its SSS without a member whose connection is gone (``removeConnection``) or,
     a bounded number of times (a slow slave is a perturbation), one that has not caught up
     (``maybeShrinkSyncStateSet``, the 15 s timeout abstracted)."""
@@ -573,7 +580,7 @@ def shrink(s: State, cfg: ModelConfig, m: int, b: int) -> Iterator[tuple[tuple, 
         yield ("Shrink", m, b), _propose(s, cfg, m, s.local[m] & ~_bit(b))._replace(nShrink=s.nShrink + 1)
 
 
-def flush(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def flush(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Flush: the commit log is forced to disk (only matters with ``PowerLoss``)."""
     if cfg.PowerLoss and s.alive[b] and s.flushed[b] < len(s.log[b]):
         yield ("Flush", b), s._replace(flushed=_set(s.flushed, b, len(s.log[b])))
@@ -594,7 +601,7 @@ def _crashed(s: State, cfg: ModelConfig, b: int, lose_tail: bool) -> State:
         reqs=tuple(r for r in s.reqs if r[0] != b) if cfg.FixFenceRequestsAcrossRestart else s.reqs)
 
 
-def crash(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def crash(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Crash: kill -9 (the page cache survives) or, with ``PowerLoss``, a power loss (the unflushed tail is
     lost). Volatile state goes; the log, the epoch file and the confirmOffset checkpoint stay."""
     if not s.alive[b] or s.nCrash >= cfg.MaxCrashes:
@@ -604,19 +611,19 @@ def crash(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
         yield ("Crash", b, True), _crashed(s, cfg, b, True)
 
 
-def restart(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def restart(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Restart: the broker comes back with no role (fenced until it learns one)."""
     if not s.alive[b]:
         yield ("Restart", b), s._replace(alive=_set(s.alive, b, True))
 
 
-def partition(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def partition(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Partition: the broker and the controller cannot reach each other (bounded)."""
     if s.reach[b] and s.nPart < cfg.MaxPartitions:
         yield ("Partition", b), s._replace(reach=_set(s.reach, b, False), nPart=s.nPart + 1)
 
 
-def heal(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
+def heal(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State]]:
     """Heal: the partition ends."""
     if not s.reach[b]:
         yield ("Heal", b), s._replace(reach=_set(s.reach, b, True))
@@ -624,11 +631,11 @@ def heal(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[tuple, State]]:
 
 # --------------------------------------------------------------------------------------- next-state
 
-PER_BROKER: tuple[Callable[[State, ModelConfig, int], Iterator[tuple[tuple, State]]], ...] = (
+PER_BROKER: tuple[Callable[[State, ModelConfig, int], Iterator[tuple[Label, State]]], ...] = (
     produce, handshake, transfer, slave_ack, flush, sync, broker_elect, admin_elect, crash, restart, partition, heal)
 
 
-def successors(s: State, cfg: ModelConfig) -> Iterator[tuple[tuple, State]]:
+def successors(s: State, cfg: ModelConfig) -> Iterator[tuple[Label, State]]:
     """Every enabled action instance, as (label, next state). Labels are tuples: (action name, *arguments)."""
     yield from controller_elect(s, cfg)
     for req in s.reqs:

@@ -11,13 +11,14 @@ shortest trace (BFS), rebuilt concretely by re-running the model along the finge
 from __future__ import annotations
 
 import itertools
+import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .controller_mode import NONE, ModelConfig, State, initial, successors
+from .controller_mode import NONE, Label, ModelConfig, State, initial, successors
 from .properties import ACTION_PROPERTIES, INVARIANTS
 
 
@@ -48,7 +49,7 @@ class Symmetry:
         def mp(b: int) -> int:
             return NONE if b == NONE else p[b]
 
-        def order(t: tuple) -> tuple:
+        def order(t: tuple[Any, ...]) -> tuple[Any, ...]:
             return tuple(t[i] for i in inv)
 
         return State(
@@ -94,10 +95,10 @@ class Symmetry:
 class Violation:
     name: str  # TLA+ operator name, e.g. SYNC_NO_ACK_LOSS
     kind: str  # "invariant" | "property"
-    trace: list[tuple[tuple | None, State]]  # (label that led here, state); the first label is None
+    trace: list[tuple[Label | None, State]]  # (label that led here, state); the first label is None
 
 
-def _checks(invariants: Iterable[str] | None, properties: Iterable[str] | None) -> tuple[list, list]:
+def _checks(invariants: Iterable[str] | None, properties: Iterable[str] | None) -> tuple[list[Any], list[Any]]:
     """(name, predicate) pairs of the invariants and action properties to check (None: all of them)."""
     return ([(k, INVARIANTS[k]) for k in (INVARIANTS if invariants is None else invariants)],
             [(k, ACTION_PROPERTIES[k]) for k in (ACTION_PROPERTIES if properties is None else properties)])
@@ -132,7 +133,7 @@ def bfs(cfg: ModelConfig, *, symmetry: bool = True, invariants: Iterable[str] | 
     t0 = time.perf_counter()
     res = BFSResult()
     s0 = canon(initial(cfg))
-    parent: dict[int, tuple[int, tuple | None]] = {hash(s0): (0, None)}
+    parent: dict[int, tuple[int, Label | None]] = {hash(s0): (0, None)}
     res.distinct = 1
     for name, inv in invs:
         if not inv(s0, cfg):
@@ -175,8 +176,8 @@ def bfs(cfg: ModelConfig, *, symmetry: bool = True, invariants: Iterable[str] | 
     return res
 
 
-def _trace(cfg: ModelConfig, parent: dict[int, tuple[int, tuple | None]], fp: int,
-           canon: Callable[[State], State]) -> list[tuple[tuple | None, State]]:
+def _trace(cfg: ModelConfig, parent: dict[int, tuple[int, Label | None]], fp: int,
+           canon: Callable[[State], State]) -> list[tuple[Label | None, State]]:
     """A concrete shortest trace to the state with fingerprint ``fp``: follow the parents back, then re-run
     forward from the initial state, at each step taking a successor in the next orbit."""
     chain = []
@@ -188,7 +189,7 @@ def _trace(cfg: ModelConfig, parent: dict[int, tuple[int, tuple | None]], fp: in
         fp = p
     chain.reverse()
     s = initial(cfg)
-    out: list[tuple[tuple | None, State]] = [(None, s)]
+    out: list[tuple[Label | None, State]] = [(None, s)]
     for target in chain[1:]:
         for label, t in successors(s, cfg):
             if hash(canon(t)) == target:
@@ -222,8 +223,6 @@ def random_walks(cfg: ModelConfig, *, seed: int, walks: int, depth: int, invaria
     """Random walks from the initial state for scopes too deep for BFS (as TLC's ``-simulate``): at each step one
     enabled action, uniformly, from ``random.Random(seed)``; a walk ends at ``depth`` or in a deadlock. Same seed,
     same walks. Stops at the first violation, whose trace is the walk so far."""
-    import random
-
     rng = random.Random(seed)
     invs, props = _checks(invariants, properties)
     sym = Symmetry(cfg.Brokers)
@@ -233,7 +232,7 @@ def random_walks(cfg: ModelConfig, *, seed: int, walks: int, depth: int, invaria
     last_report = t0
     for w in range(walks):
         s = initial(cfg)
-        path: list[tuple[tuple | None, State]] = [(None, s)]
+        path: list[tuple[Label | None, State]] = [(None, s)]
         for _ in range(depth):
             succ = list(successors(s, cfg))
             if not succ:

@@ -27,19 +27,19 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from .controller_mode import NONE, ModelConfig, State, initial, successors
+from .controller_mode import NONE, Label, ModelConfig, State, initial, successors
 
 UNFAIR = frozenset({"Produce", "Crash", "Partition", "AdminElect"})
 
 
-def fair_class(label: tuple) -> tuple | None:
+def fair_class(label: Label) -> Label | None:
     """The WF conjunct of ``FairSpec`` an action label belongs to (None: no fairness)."""
     kind = label[0]
     if kind in UNFAIR:
         return None
     if kind in ("ControllerElect", "ControllerAlter"):
         return (kind,)
-    if kind == "BrokerElect":
+    if kind == "BrokerElect" and len(label) > 1:  # ("BrokerElect", requester, elected): fair per requester
         return (kind, label[1])
     return label
 
@@ -94,7 +94,7 @@ class StateGraph:
 
     states: list[State]
     graph: nx.DiGraph  # edge attribute "labels": the action labels of that step
-    enabled: list[frozenset[tuple]]
+    enabled: list[frozenset[Label]]
 
 
 def state_graph(cfg: ModelConfig, max_states: int = 2_000_000) -> StateGraph:
@@ -104,7 +104,7 @@ def state_graph(cfg: ModelConfig, max_states: int = 2_000_000) -> StateGraph:
     states = [s0]
     g = nx.DiGraph()
     g.add_node(0)
-    enabled: list[frozenset[tuple]] = []
+    enabled: list[frozenset[Label]] = []
     q = deque([0])
     while q:
         i = q.popleft()
@@ -138,7 +138,7 @@ class Lasso:
 
     prop: str
     broker: int | None
-    steps: list[tuple[tuple | None, State]]
+    steps: list[tuple[Label | None, State]]
     loop_start: int | None
 
 
@@ -149,7 +149,7 @@ class LivenessResult:
     violation: Lasso | None
 
 
-def _edge_classes(sg: StateGraph, u: int, v: int) -> set[tuple]:
+def _edge_classes(sg: StateGraph, u: int, v: int) -> set[Label]:
     return {c for lab in sg.graph[u][v]["labels"] if (c := fair_class(lab)) is not None}
 
 
@@ -158,8 +158,8 @@ def _path(sg: StateGraph, nodes: set[int] | None, src: int, dst: int) -> list[in
     return list(nx.shortest_path(g, src, dst))
 
 
-def _steps(sg: StateGraph, path: list[int]) -> list[tuple[tuple | None, State]]:
-    out: list[tuple[tuple | None, State]] = [(None, sg.states[path[0]])]
+def _steps(sg: StateGraph, path: list[int]) -> list[tuple[Label | None, State]]:
+    out: list[tuple[Label | None, State]] = [(None, sg.states[path[0]])]
     for u, v in itertools.pairwise(path):
         out.append((sg.graph[u][v]["labels"][0], sg.states[v]))
     return out
@@ -171,7 +171,7 @@ def _fair_loop(sg: StateGraph, comp: set[int], entry: int) -> list[int] | None:
     if len(comp) == 1 and not sg.graph.has_edge(entry, entry):
         return None
     need = frozenset.intersection(*(sg.enabled[x] for x in comp))
-    taken: dict[tuple, tuple[int, int]] = {}
+    taken: dict[Label, tuple[int, int]] = {}
     for u in comp:
         for v in sg.graph.successors(u):
             if v in comp:
@@ -257,7 +257,7 @@ def check(cfg: ModelConfig, names: list[str], sg: StateGraph | None = None) -> L
     return LivenessResult(len(sg.states), sg.graph.number_of_edges(), None)
 
 
-def _enabled(s: State, cfg: ModelConfig) -> set[tuple]:
+def _enabled(s: State, cfg: ModelConfig) -> set[Label]:
     return {c for lab, t in successors(s, cfg) if t != s and (c := fair_class(lab)) is not None}
 
 
@@ -265,7 +265,7 @@ def check_lasso(cfg: ModelConfig, name: str, states: list[State], loop_start: in
     """Whether a lasso of model states (each a successor of the previous, or equal) is a fair behaviour that
     violates the property: (verdict, one line). TLC's temporal counterexamples are checked with this."""
     prop = LIVENESS[name]
-    labels: list[set[tuple]] = [set()]
+    labels: list[set[Label]] = [set()]
     for i in range(1, len(states)):
         if states[i] == states[i - 1]:
             labels.append(set())

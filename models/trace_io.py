@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from rmqha.impl.catalogue import CATALOGUE
+from rmqha.impl.invariants import CATALOGUE
 
-from .controller_mode import NONE, ModelConfig, State, initial, successors
+from .controller_mode import NONE, Label, ModelConfig, State, initial, successors
 from .properties import ACTION_PROPERTIES, INVARIANTS
 
 TLA_TO_ID = {inv.tla: inv.id for inv in CATALOGUE}
@@ -37,13 +37,13 @@ def _mask(v: Any, names: list[str]) -> int:
 
 
 def state_from_tla(vars: Mapping[str, Any], names: list[str]) -> State:
-    """The model state for one TLC trace state (variables parsed by ``rmqha.tlc.parse_value``)."""
+    """The model state for one TLC trace state (variables parsed by ``rmqha.spec.tlc.parse_value``)."""
 
-    def per(name: str, f: Any = lambda x: x) -> tuple:
+    def per(name: str, f: Any = lambda x: x) -> tuple[Any, ...]:
         fun = vars[name]
         return tuple(f(fun[b]) for b in names)
 
-    def seq(x: Any) -> tuple:
+    def seq(x: Any) -> tuple[Any, ...]:
         return tuple(tuple(int(y) for y in e) for e in x)
 
     return State(
@@ -81,7 +81,7 @@ def state_to_json(s: State, names: list[str]) -> dict[str, Any]:
         "nShrink": s.nShrink}
 
 
-def label_to_json(label: tuple, names: list[str]) -> list[Any]:
+def label_to_json(label: Label, names: list[str]) -> list[Any]:
     """(name, *args) with broker indices as names where the action's arguments are brokers."""
     name, *args = label
     brokers_at = {"ControllerElect": (0,), "BrokerElect": (0, 1), "AdminElect": (0,), "ControllerAlter": (0,),
@@ -94,7 +94,7 @@ def label_to_json(label: tuple, names: list[str]) -> list[Any]:
 
 
 def replay_states(cfg: ModelConfig, states: list[Any],
-                  key: Callable[[State], Any] | None = None) -> list[tuple[tuple | None, State]]:
+                  key: Callable[[State], Any] | None = None) -> list[tuple[Label | None, State]]:
     """Follow a sequence of states through the model: each must be a successor of the previous (or equal: a
     stutter). ``states`` are model states, or what ``key`` makes of one (e.g. its JSON). Raises ``ValueError``
     naming the first step the model does not allow."""
@@ -102,7 +102,7 @@ def replay_states(cfg: ModelConfig, states: list[Any],
     s = initial(cfg)
     if k(s) != states[0]:
         raise ValueError("step 0: not the model's initial state")
-    out: list[tuple[tuple | None, State]] = [(None, s)]
+    out: list[tuple[Label | None, State]] = [(None, s)]
     for i in range(1, len(states)):
         prev, want = out[-1][1], states[i]
         if want == states[i - 1]:
@@ -118,7 +118,7 @@ def replay_states(cfg: ModelConfig, states: list[Any],
     return out
 
 
-def first_violation(cfg: ModelConfig, steps: list[tuple[tuple | None, State]],
+def first_violation(cfg: ModelConfig, steps: list[tuple[Label | None, State]],
                     names: list[str] | None = None) -> tuple[int, str] | None:
     """(step, TLA+ operator) of the first invariant or action property that fails along the steps."""
     checked_inv = list(INVARIANTS) if names is None else [n for n in names if n in INVARIANTS]
@@ -134,7 +134,7 @@ def first_violation(cfg: ModelConfig, steps: list[tuple[tuple | None, State]],
     return None
 
 
-def model_trace_lines(header: dict[str, Any], cfg: ModelConfig, steps: list[tuple[tuple | None, State]],
+def model_trace_lines(header: dict[str, Any], cfg: ModelConfig, steps: list[tuple[Label | None, State]],
                       violation: tuple[int, str] | None) -> list[dict[str, Any]]:
     """The header, step and footer objects of a model trace (``rmqha.impl.trace`` writes and hashes them)."""
     names = broker_names(cfg.Brokers)

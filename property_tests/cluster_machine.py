@@ -35,10 +35,9 @@ from hypothesis.stateful import (
     precondition,
     rule,
 )
-from rmqha.impl.catalogue import BY_ID, CATALOGUE
+from rmqha.impl.invariants import BY_ID, CATALOGUE
 from rmqha.impl.sim.world import Simulation, Violation
-
-from rmqha.conform import validate
+from rmqha.models.conform import validate
 
 from .coverage import CountingChecker
 from .suites import Suite
@@ -77,7 +76,7 @@ VIOLATED: dict[str, type[InvariantViolated]] = {
 
 @dataclass
 class ConformTally:
-    """Examples validated against the model (``rmqha.conform``) at teardown, and the time each side took."""
+    """Examples validated against the model (``rmqha.models.conform``) at teardown, and the time each side took."""
 
     examples: int = 0
     conforming: int = 0
@@ -439,5 +438,5 @@ def _build(suite: Suite) -> type[ClusterMachine]:
     Machine.suite = suite
     Machine.__name__ = Machine.__qualname__ = f"Cluster{suite.ident}"
     # the example database keys a state machine by its source: keep one key per suite
-    Machine._hypothesis_internal_add_digest = suite.name.encode()  # type: ignore[attr-defined]
+    Machine._hypothesis_internal_add_digest = suite.name.encode()  # type: ignore[attr-defined]  # Hypothesis's hook
     return Machine

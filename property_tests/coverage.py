@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmqha.impl.catalogue import Checker
 from rmqha.impl.codes import BrokerRole
+from rmqha.impl.invariants import Checker
 
 # label -> what it counts; the checker's own Coverage labels plus the ones this wrapper adds
 LABELS: dict[str, str] = {

@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import Config, config_from_dict, default_config
+from rmqha.impl.sim.config import Config, config_from_dict, default_config
 
 # The rules decide the workload: the producer's own background sending is off; the consumer keeps pulling.
 WORKLOAD = {"produce_interval": 0, "consume_interval": 1000}
@@ -78,7 +78,7 @@ _SWITCH_BROKERS = {
     B.CONSISTENT_POINT_USES_MAX: 2,
 }
 # Rules of the suites whose bug the whole rule set does not reach in the CI budget: the fault kinds its
-# deterministic scenario (impl/scenarios.py) uses, with the workload rules.
+# deterministic scenario (impl/sim/scenarios.py) uses, with the workload rules.
 WORKLOAD_RULES = ("produce_sync", "produce_burst")
 _SWITCH_FOCUS = {
     B.TRUNCATE_INVALID_WRONG_START: ("produce_burst", "slow_dispatch", "cut", "break_ha"),

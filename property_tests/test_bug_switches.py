@@ -22,8 +22,8 @@ import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
 from rmqha.impl import bugs as B
-from rmqha.impl.catalogue import CATALOGUE
-from rmqha.impl.config import default_config
+from rmqha.impl.invariants import CATALOGUE
+from rmqha.impl.sim.config import default_config
 from rmqha.impl.sim.runner import run_header
 
 from property_tests.cluster_machine import (
@@ -60,7 +60,7 @@ def _check_failure(name: str, suite: Suite, found: str, failure: Failure | None,
 
 
 def _confirm_counts_new_connection(m: ClusterMachine) -> None:
-    """impl/scenarios.py's program for this bug, in the machine's rules (brokers named by role at run time)."""
+    """impl/sim/scenarios.py's program for this bug, in the machine's rules (brokers named by role at run time)."""
     m.boot(seed=1, warmup=7000)
     master = m._resolve("master")
     others = [b for b in m.suite.brokers_names if b != master]

@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
-from rmqha.impl.catalogue import CATALOGUE
+from rmqha.impl.invariants import CATALOGUE
 from rmqha.impl.sim.runner import run_header
 
 from property_tests.cluster_machine import (

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from rmqha.impl.sim.runner import header_for, run_header
+from rmqha.impl.sim.tracefile import write_text
 from rmqha.impl.sim.world import Violation
-
-from rmqha.files import write_text
 
 DEFAULT_DIR = Path(".hypothesis") / "rmqha-traces"
 ENV_DIR = "RMQHA_TRACE_DIR"

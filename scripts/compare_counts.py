@@ -44,8 +44,7 @@ sys.path.insert(0, str(ROOT))
 from rmqha.models.controller_mode import NONE, ModelConfig, State, initial, successors  # noqa: E402
 from rmqha.models.explore import bfs  # noqa: E402
 from rmqha.models.properties import ACTION_PROPERTIES, INVARIANTS  # noqa: E402
-
-from rmqha.tlc import Record, parse_value  # noqa: E402
+from rmqha.spec.tlc import Record, parse_value  # noqa: E402
 
 FIELDS = [f for f in ModelConfig.__dataclass_fields__ if f != "extra"]
 DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.name != "extra"}

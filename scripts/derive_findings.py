@@ -20,13 +20,12 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import Config, config_from_dict, default_config
 from rmqha.impl.findings import FINDINGS
+from rmqha.impl.sim.config import Config, config_from_dict, default_config
 from rmqha.impl.sim.faults import explicit_from_trace
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.shrink import shrink
-
-from rmqha.files import write_text
+from rmqha.impl.sim.tracefile import write_text
 
 STEPS = 20_000
 ROOT = Path(__file__).resolve().parent.parent

@@ -37,7 +37,9 @@ from .coverage import CampaignCoverage
 from .findings import bucket, finding_id, shape
 from .journal import Journal
 from .mutate import Corpus, CorpusEntry, mutate
+from .session import parallelism
 from .settings import FuzzSettings, settings_from_dict
+from .task import run_items
 
 LAG = 3  # batches in flight
 TASKS_PER_CORE = 2  # tasks per batch, per core of the session
@@ -303,8 +305,6 @@ class Campaign:
     # --------------------------------------------------------------------------------------- execution
 
     def _job(self, group: str, items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
-        from .task import run_items
-
         sc = self.spark.sparkContext
         sc.setJobGroup(f"{self._group}-{group}", f"rmqha fuzz {group}", interruptOnCancel=True)
         payload = [dict(item, ctx=self._ctx) for item in items]
@@ -326,7 +326,7 @@ class Campaign:
                                      "newTimes": sorted({t for t, _ in new})[:MAX_NEW_TIMES]}
             out_rows.append(compact)
         at = max(at, self.fuzz_elapsed)  # merged by then (a later batch can finish before an earlier one)
-        rec = {"type": "merged", "batch": b, "elapsed": round(at, 3), "rows": out_rows}
+        rec: dict[str, Any] = {"type": "merged", "batch": b, "elapsed": round(at, 3), "rows": out_rows}
         self.journal.append(rec)
         self._apply_merge(rec)
         self.fuzz_elapsed = rec["elapsed"]
@@ -339,7 +339,8 @@ class Campaign:
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(base64.b64decode(row["trace"]))
             os.replace(tmp, path)
-        rec = {"type": "shrunk", "elapsed": round(at, 3), "row": {k: v for k, v in row.items() if k != "trace"}}
+        rec: dict[str, Any] = {"type": "shrunk", "elapsed": round(at, 3),
+                               "row": {k: v for k, v in row.items() if k != "trace"}}
         self.journal.append(rec)
         self._apply_shrunk(rec["row"], rec["elapsed"])
 
@@ -354,14 +355,12 @@ class Campaign:
 
     def run(self) -> Campaign:
         """Run (or resume) to the stop condition and finish every queued shrink; returns itself."""
-        from .session import parallelism
-
         self._parallelism = parallelism(self.spark)
         self._resume()
         self._t0 = time.perf_counter()
-        batches: dict[int, cf.Future] = {}
+        batches: dict[int, cf.Future[Any]] = {}
         done: dict[int, tuple[list[dict[str, Any]], float]] = {}
-        shrinks: dict[str, cf.Future] = {}
+        shrinks: dict[str, cf.Future[Any]] = {}
         pool = cf.ThreadPoolExecutor(max_workers=LAG + self._parallelism, thread_name_prefix="rmqha-fuzz")
         next_plan = max([self.merged - 1, *self.plans]) + 1
 

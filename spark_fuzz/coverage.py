@@ -27,7 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.catalogue import Checker
+from rmqha.impl.invariants import Checker, Coverage
+from rmqha.impl.observations import Observation
 from rmqha.impl.sim.abstraction import abstract_state
 from rmqha.impl.sim.world import Simulation
 
@@ -41,7 +42,7 @@ def _clip(x: int, lo: int = -2, hi: int = 1) -> int:
     return lo if x < lo else hi if x > hi else x
 
 
-def project(a: dict[str, Any], ctl_up: bool) -> tuple:
+def project(a: dict[str, Any], ctl_up: bool) -> tuple[Any, ...]:
     """The finite projection of ``abstract_state`` that coverage counts (see the module docstring)."""
     me, se = a["ctlME"], a["ctlSE"]
     logs = a["log"]
@@ -56,7 +57,7 @@ def project(a: dict[str, Any], ctl_up: bool) -> tuple:
     return (ctl_up, a["ctlMaster"], a["ctlSSS"], a["registered"], tuple(per))
 
 
-def state_hash(key: tuple) -> str:
+def state_hash(key: tuple[Any, ...]) -> str:
     return hashlib.blake2b(repr(key).encode(), digest_size=8).hexdigest()
 
 
@@ -74,18 +75,17 @@ class CoverageProbe:
         self._was_master: set[str] = set()
 
     @property
-    def coverage(self) -> Any:
+    def coverage(self) -> Coverage:
         return self.inner.coverage
 
-    def after_step(self, obs: list[dict[str, Any]]) -> None:
+    def after_step(self, obs: list[Observation]) -> None:
         self.inner.after_step(obs)
         world = self.world
         sample = world.acted
         for o in obs:
-            k = o["k"]
-            if k in SAMPLE_ON:
+            if o["k"] in SAMPLE_ON:
                 sample = True
-                self._witness(k, o)
+                self._witness(o)
         if sample:
             a = abstract_state(world, self._last_ctl)
             self._last_ctl = a["ctlSnapshot"]
@@ -93,22 +93,23 @@ class CoverageProbe:
             if h not in self.states:
                 self.states[h] = world.now
 
-    def _witness(self, k: str, o: dict[str, Any]) -> None:
-        n = o.get("n")
-        if k == "brk.alter":
+    def _witness(self, o: Observation) -> None:
+        if o["k"] == "brk.alter":
             if o.get("code") is None:
                 self.own["alter-no-reply"] += 1
             elif o["code"] != 0:
                 self.own["alter-fenced"] += 1
-        elif k == "ha.expand":
+        elif o["k"] == "ha.expand":
+            n = o.get("n", "")
             if n in self._expanding:
                 self.own["sss-proposals-overlap"] += 1
             self._expanding.add(n)
-        elif k == "brk.sss":
-            self._expanding.discard(n)
-        elif k == "brk.fenced" and o.get("fenced"):
+        elif o["k"] == "brk.sss":
+            self._expanding.discard(o.get("n", ""))
+        elif o["k"] == "brk.fenced" and o.get("fenced"):
             self.own["master-fenced"] += 1
-        elif k == "brk.role":
+        elif o["k"] == "brk.role":
+            n = o.get("n", "")
             role = "M" if o["role"] == "MASTER" else "S"
             self._expanding.discard(n)
             if role == "S" and n in self._was_master and o["masterEpoch"] > o.get("previous", 0):
@@ -117,7 +118,7 @@ class CoverageProbe:
             if role == "M":
                 self._was_master.add(n)
             self._role(n, role)
-        elif k == "sim.crash":
+        elif o["k"] == "sim.crash":
             self._expanding.discard(o["node"])
             self._role(o["node"], "D")
 

@@ -20,7 +20,7 @@
   invariant plus the signature's hash.
 * **Checks**: the shrunk header is run twice; the second trace must equal the first byte for byte (what
   ``rmqha replay`` checks). A run without a bug switch (the model has fixes and settings, not switches) is also
-  validated step by step against the model (``rmqha.conform.validate``).
+  validated step by step against the model (``rmqha.models.conform.validate``).
 """
 
 from __future__ import annotations
@@ -29,31 +29,34 @@ import gzip
 import hashlib
 import json
 import re
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict
 from rmqha.impl.findings import FINDINGS, classify
+from rmqha.impl.sim.actions import Action, as_actions
+from rmqha.impl.sim.config import config_from_dict
 from rmqha.impl.sim.runner import header_for, run_header
 from rmqha.impl.sim.shrink import ddmin, fails
-from rmqha.impl.trace import parse
+from rmqha.impl.trace import ViolationRecord, parse
+from rmqha.models.conform import outside_model, validate
 
 from .runs import probed_run
 
 LINKS_BUDGET = 24  # runs the partition-links pass may spend
 
 
-def violation_of(header: dict[str, Any]) -> dict[str, Any] | None:
+def violation_of(header: dict[str, Any]) -> ViolationRecord | None:
     """Re-run a header without a trace; its violation as a dict (None if clean)."""
     r = run_header(header, record=False)
     return r.violation.to_dict() if r.violation else None
 
 
-def _gone(again: dict[str, Any] | None, v: dict[str, Any]) -> bool:
+def _gone(again: Mapping[str, Any] | None, v: Mapping[str, Any]) -> bool:
     return again is None or again["invariant"] != v["invariant"] or again["step"] > v["step"]
 
 
-def explain(header: dict[str, Any], violation: dict[str, Any]) -> str | None:
+def explain(header: dict[str, Any], violation: Mapping[str, Any]) -> str | None:
     """The documented finding (or ``expected:<config>``) that explains ``violation``, else None."""
     header = dict(header, maxSteps=int(violation["step"]))  # "gone" means: not failing at or before that step
     fid = classify(header, violation, violation_of)
@@ -73,7 +76,7 @@ def explain(header: dict[str, Any], violation: dict[str, Any]) -> str | None:
     return None
 
 
-def fix_hints(header: dict[str, Any], violation: dict[str, Any]) -> list[str]:
+def fix_hints(header: dict[str, Any], violation: Mapping[str, Any]) -> list[str]:
     """For an unexplained violation: the documented findings whose fix removes it although they do not list its
     invariant. A hint only (the violation stays unexplained): with nine fixes to try, one may just perturb the run."""
     header = dict(header, maxSteps=int(violation["step"]))
@@ -99,11 +102,11 @@ def shape(message: str) -> str:
 # ------------------------------------------------------------------------------------------------ shrink
 
 
-def _strip(actions: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{k: v for k, v in a.items() if k != "release"} for a in actions]
+def _strip(actions: Iterable[Mapping[str, Any]]) -> list[Action]:
+    return as_actions({k: v for k, v in a.items() if k != "release"} for a in actions)
 
 
-def _links_pass(schedule: list[dict[str, Any]], check: Any, budget: int) -> tuple[list[dict[str, Any]], int]:
+def _links_pass(schedule: list[Action], check: Any, budget: int) -> tuple[list[Action], int]:
     """ddmin over the links of each partition action (a partition of fewer links is a smaller fault)."""
     runs = 0
     current = list(schedule)
@@ -112,20 +115,25 @@ def _links_pass(schedule: list[dict[str, Any]], check: Any, budget: int) -> tupl
             continue
         base = list(current)
 
-        def check_links(links: list[Any], base: list[dict[str, Any]] = base, i: int = i) -> tuple[int, int] | None:
-            return check([*base[:i], dict(base[i], links=links), *base[i + 1:]]) if links else None
+        def check_links(links: list[list[str]], base: list[Action] = base, i: int = i) -> tuple[int, int] | None:
+            return check([*base[:i], _with_links(base[i], links), *base[i + 1:]]) if links else None
 
         links, n = ddmin(list(a["links"]), check_links, budget - runs)
         runs += n
-        current = [*base[:i], dict(base[i], links=links), *base[i + 1:]]
+        current = [*base[:i], _with_links(base[i], links), *base[i + 1:]]
     return current, runs
+
+
+def _with_links(a: Action, links: list[list[str]]) -> Action:
+    """A copy of partition action ``a`` that cuts only ``links``."""
+    return as_actions([dict(a, links=links)])[0]
 
 
 def _no_later(check: Any, step: int) -> Any:
     """A candidate counts only if it fails the invariant no later than the original did (a shorter trace)."""
 
-    def ok(schedule: list[dict[str, Any]]) -> tuple[int, int] | None:
-        r = check(schedule)
+    def ok(schedule: list[Action]) -> tuple[int, int] | None:
+        r: tuple[int, int] | None = check(schedule)
         return r if r is not None and r[0] <= step else None
 
     return ok
@@ -137,15 +145,16 @@ class _Budget:
     def __init__(self, check: Any, budget: int) -> None:
         self.check, self.left, self.runs = check, budget, 0
 
-    def __call__(self, schedule: list[dict[str, Any]]) -> tuple[int, int] | None:
+    def __call__(self, schedule: list[Action]) -> tuple[int, int] | None:
         if self.left <= 0:
             return None
         self.left -= 1
         self.runs += 1
-        return self.check(schedule)
+        failed: tuple[int, int] | None = self.check(schedule)
+        return failed
 
 
-def _window_pass(schedule: list[dict[str, Any]], check: Any, t: int) -> tuple[list[dict[str, Any]], int]:
+def _window_pass(schedule: list[Action], check: Any, t: int) -> tuple[list[Action], int]:
     """Keep only the actions of the last 3, 10, 30 or 90 s before the violation, if that still fails (cheap)."""
     runs = 0
     for width in (3000, 10_000, 30_000, 90_000):
@@ -158,7 +167,7 @@ def _window_pass(schedule: list[dict[str, Any]], check: Any, t: int) -> tuple[li
     return schedule, runs
 
 
-def _kinds_pass(schedule: list[dict[str, Any]], check: Any) -> tuple[list[dict[str, Any]], int]:
+def _kinds_pass(schedule: list[Action], check: Any) -> tuple[list[Action], int]:
     """Drop every action of one fault kind at a time (all lossy windows, all HA breaks, ...), if that still fails."""
     runs = 0
     for kind in sorted({a.get("fault") or a["do"] for a in schedule}):
@@ -170,7 +179,7 @@ def _kinds_pass(schedule: list[dict[str, Any]], check: Any) -> tuple[list[dict[s
     return schedule, runs
 
 
-def shrink_violation(header: dict[str, Any], violation: dict[str, Any], budget: int) -> dict[str, Any]:
+def shrink_violation(header: dict[str, Any], violation: Mapping[str, Any], budget: int) -> dict[str, Any]:
     """Shrink a failing run; returns the minimal header, its trace, signature and the checks (see module doc)."""
     cfg = config_from_dict(header["config"])
     seed, steps = int(header["seed"]), int(header["maxSteps"])
@@ -221,12 +230,9 @@ def conformance(header: dict[str, Any]) -> tuple[str, str | None]:
         return "n/a", "a bug switch is on (the model is the reference it deviates from)"
     if header["config"]["cluster"]["mode"] != "controller":
         return "n/a", "4.x legacy run"
-    from rmqha.conform import outside_model, validate
-
     beyond = outside_model(config_from_dict(header["config"]), header)
     if beyond is not None:
         return "n/a", f"outside the model: {beyond}"
-
     rep = validate(header)
     if rep.conforms:
         return "yes", None
@@ -256,11 +262,11 @@ def _roles_then(lines: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[
     return out
 
 
-def _act_shape(a: dict[str, Any], role: dict[str, str]) -> str:
+def _act_shape(a: Mapping[str, Any], role: dict[str, str]) -> str:
     def r(n: str) -> str:
         return role.get(n, "none") if n.startswith("b") or n == "ctl" else n
 
-    do = a["do"]
+    do = str(a["do"])
     if do == "partition":
         return "partition[" + ",".join(sorted({f"{r(x)}>{r(y)}" for x, y in a["links"]})) + "]"
     if do == "heal":

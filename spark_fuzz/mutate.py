@@ -25,9 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.config import config_from_dict
 from rmqha.impl.rng import DetRng
-from rmqha.impl.sim.faults import Action
+from rmqha.impl.sim.actions import Action, as_actions
+from rmqha.impl.sim.config import config_from_dict
 
 from .coverage import master_at
 from .schedule import ghost_schedule
@@ -116,7 +116,7 @@ def _mutate_once(op: str, parent: CorpusEntry, actions: list[Action], rng: DetRn
         return actions
     i = rng.choice(idx)
     j = _partner(actions, i)
-    out = [dict(a) for a in actions]
+    out: list[dict[str, Any]] = [dict(a) for a in actions]
     if op == "shift":
         d = rng.between(-5000, 5000)
         for k in (i, j):
@@ -132,13 +132,13 @@ def _mutate_once(op: str, parent: CorpusEntry, actions: list[Action], rng: DetRn
         for k in (i, j):
             if k is not None:
                 out[k]["node"] = other
-    return _sorted(out)
+    return _sorted(as_actions(out))
 
 
 def mutate(parent: CorpusEntry, rng: DetRng, tag: str) -> tuple[list[Action], int, str]:
     """A mutant of ``parent``: (schedule, a fresh seed, operators applied)."""
     brokers = [f"b{i + 1}" for i in range(int(parent.config["cluster"]["brokers"]))]
-    actions = [dict(a) for a in parent.actions]
+    actions = as_actions(dict(a) for a in parent.actions)
     seed = int(rng.next_u64() >> 33)
     ops = []
     for n in range(1 + rng.below(3)):

@@ -39,7 +39,7 @@ def schema_ddl(cols: list[tuple[str, str]]) -> str:
     return ", ".join(f"{n} {t}" for n, t in cols)
 
 
-def run_rows(c: Campaign) -> list[tuple]:
+def run_rows(c: Campaign) -> list[tuple[Any, ...]]:
     out = []
     for r in c.runs:
         v = r["violation"] or {}
@@ -53,7 +53,7 @@ def run_rows(c: Campaign) -> list[tuple]:
     return out
 
 
-def finding_rows(c: Campaign) -> list[tuple]:
+def finding_rows(c: Campaign) -> list[tuple[Any, ...]]:
     out = []
     for f in c.findings.values():
         b = c.buckets[f["bucket"]]
@@ -70,7 +70,7 @@ def ratio(a: int, b: int) -> float:
     return round(a / b, 4) if b else 1.0
 
 
-def coverage_rows(c: Campaign) -> list[tuple]:
+def coverage_rows(c: Campaign) -> list[tuple[Any, ...]]:
     by_id = {r["id"]: r for r in c.runs}
     out = []
     for name, arm in c.arms.items():

@@ -4,232 +4,23 @@ Sections: the campaign (switches, arms, runs, steps per second), the violations 
 with a **timeline** of its shrunk trace, and the **coverage curves** (abstract states against runs and against
 wall time, per arm; witnesses hit per arm).
 
-A timeline has one lane per broker: its role over simulated time (master, slave, no role yet, down) labelled with
-the masterEpoch it took, a bar under it while the controller holds it in the SyncStateSet; a lane of faults
-(partitions as spans from cut to heal, other actions as ticks); a chart of each broker's log end offset (appends,
-transfers, truncations); and the violation as a red line. Everything is read from the trace's observations.
+The timelines are ``rmqha.impl.sim.report``'s (the real cluster test's report draws the same), read from each shrunk
+trace's observations.
 """
 
 from __future__ import annotations
 
 import gzip
-import html
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rmqha.impl.trace import parse
+from rmqha.impl.sim.report import escape, page_head, table, timeline_data, timeline_svg
+from rmqha.impl.sim.report.svg import LINE
 
 if TYPE_CHECKING:
     from .campaign import Campaign
 
-COLORS = {"master": "#2e7d32", "slave": "#90caf9", "down": "#b0b0b0", "none": "#eeeeee"}
-LINE = ["#1565c0", "#c62828", "#6a1b9a", "#ef6c00", "#00838f", "#558b2f", "#4e342e", "#ad1457", "#283593"]
 ARM_COLORS = {"guided": "#c62828", "unguided": "#1565c0"}
-W, LEFT, RIGHT = 1100, 90, 20
-
-
-def _e(x: Any) -> str:
-    return html.escape(str(x), quote=True)
-
-
-# ---------------------------------------------------------------------------------------------- timeline
-
-
-def timeline_data(text: str) -> dict[str, Any]:
-    """Roles, epochs, SSS membership, log ends and faults over time, from a trace's observations."""
-    header, lines, footer = parse(text)
-    n = int(header["config"]["cluster"]["brokers"])
-    brokers = [f"b{i + 1}" for i in range(n)]
-    role = {b: ("none", 0) for b in brokers}
-    segs: dict[str, list[list[Any]]] = {b: [[0, None, "none", 0]] for b in brokers}
-    ids: dict[int, str] = {}
-    sss: set[str] = set()
-    sss_segs: dict[str, list[list[Any]]] = {b: [] for b in brokers}
-    ends: dict[str, list[tuple[int, int]]] = {b: [(0, 0)] for b in brokers}
-    faults: list[dict[str, Any]] = []
-    open_parts: dict[str, dict[str, Any]] = {}
-    last_t = 0
-
-    def set_role(b: str, t: int, r: str, epoch: int) -> None:
-        if b not in segs or role[b] == (r, epoch):
-            return
-        segs[b][-1][1] = t
-        segs[b].append([t, None, r, epoch])
-        role[b] = (r, epoch)
-
-    def set_end(b: str, t: int, v: int) -> None:
-        if b in ends and ends[b][-1][1] != v:
-            ends[b].append((t, v))
-
-    def set_sss(t: int, members: set[str]) -> None:
-        nonlocal sss
-        for b in brokers:
-            if b in members and b not in sss:
-                sss_segs[b].append([t, None])
-            elif b not in members and b in sss:
-                sss_segs[b][-1][1] = t
-        sss = set(members)
-
-    for line in lines:
-        t = line["t"]
-        last_t = t
-        act = line.get("act")
-        if act is not None:
-            do = act["do"]
-            if do == "partition":
-                open_parts[act["id"]] = {"t": t, "end": None, "do": "partition", "links": act["links"]}
-                faults.append(open_parts[act["id"]])
-            elif do == "heal" and act["id"] in open_parts:
-                open_parts.pop(act["id"])["end"] = t
-            else:
-                faults.append({"t": t, "do": do, "node": act.get("node"), "extra": act})
-                if do == "restart" and act.get("node") in role:
-                    set_role(act["node"], t, "none", 0)
-        for o in line.get("obs", ()):
-            k, node = o["k"], o.get("n")
-            if k == "brk.role":
-                set_role(node, t, "master" if o["role"] == "MASTER" else "slave", o["masterEpoch"])
-            elif k == "sim.crash" and o["node"] in role:
-                set_role(o["node"], t, "down", 0)
-            elif k == "brk.append":
-                set_end(node, t, o["offset"] + o["size"])
-            elif k == "ha.slave-append":
-                set_end(node, t, o["offset"] + o["size"])
-            elif k == "ha.truncate":
-                set_end(node, t, o["point"])
-            elif k == "store.truncate-invalid":
-                set_end(node, t, o["at"])
-            elif k == "ctl.state":  # a real run: the admin API's view of the set (rmqha/real/report.py)
-                set_sss(t, set(o["sss"]))
-            elif k == "brk.state":
-                set_role(node, t, "master" if o["role"] == "MASTER" else "slave", o["masterEpoch"])
-                if o.get("maxOffset") is not None:
-                    set_end(node, t, o["maxOffset"])
-            elif k == "ctl.apply":
-                ev, after = o["event"], o.get("after") or {}
-                if ev["type"] == "ApplyBrokerId":
-                    ids[int(ev["newBrokerId"])] = ev["brokerAddress"].split(":")[0]
-                if "syncStateSet" in after:
-                    set_sss(t, {ids[i] for i in after.get("syncStateSet") or [] if i in ids})
-    end_t = max(footer.get("t") or last_t, 1)
-    end_t = int(end_t * 1.02) + 1  # a little room right of the violation
-    for b in brokers:
-        segs[b][-1][1] = end_t
-        if sss_segs[b] and sss_segs[b][-1][1] is None:
-            sss_segs[b][-1][1] = end_t
-    for f in faults:
-        if f["do"] == "partition" and f["end"] is None:
-            f["end"] = end_t
-    return {"brokers": brokers, "roles": segs, "sss": sss_segs, "ends": ends, "faults": faults, "end": end_t,
-            "violation": footer.get("violation")}
-
-
-def _part_label(links: list[list[str]]) -> str:
-    common = set(links[0]).intersection(*map(set, links[1:])) if links else set()
-    if len(common) == 1:
-        (x,) = common
-        others = sorted({n for link in links for n in link} - {x})
-        one_way = len(links) == len(others) and (all(a == x for a, _ in links) or all(b == x for _, b in links))
-        return f"{x} cut from {'/'.join(others)}" + (" (one way)" if one_way else "")
-    return "cut " + ", ".join(sorted({f"{a}>{b}" for a, b in links}))[:60]
-
-
-def _rows(spans: list[dict[str, Any]]) -> list[int]:
-    """A row for each span so that spans in one row do not overlap."""
-    ends: list[int] = []
-    out = []
-    for f in spans:
-        row = next((i for i, e in enumerate(ends) if e <= f["t"]), len(ends))
-        if row == len(ends):
-            ends.append(0)
-        ends[row] = f["end"]
-        out.append(row)
-    return out
-
-
-def timeline_svg(d: dict[str, Any]) -> str:
-    brokers = d["brokers"]
-    end = d["end"]
-    lane, gap = 26, 10
-    top = 24
-    parts = [f for f in d["faults"] if f["do"] == "partition"]
-    rows = _rows(parts)
-    n_rows = max(rows, default=-1) + 1
-    faults_y = top + len(brokers) * (lane + gap)
-    ticks_y = faults_y + 14 * n_rows + 4
-    chart_y = ticks_y + 56
-    chart_h = 150
-    height = chart_y + chart_h + 36
-
-    def x(t: float) -> float:
-        return LEFT + (W - LEFT - RIGHT) * t / end
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{height}" font-family="sans-serif" '
-           f'font-size="11">']
-    for k in range(6):  # time axis
-        t = end * k / 5
-        out.append(f'<line x1="{x(t):.1f}" y1="{top - 6}" x2="{x(t):.1f}" y2="{chart_y + chart_h}" stroke="#ddd"/>')
-        out.append(f'<text x="{x(t):.1f}" y="{top - 9}" text-anchor="middle">{t / 1000:.1f} s</text>')
-    for i, b in enumerate(brokers):
-        y = top + i * (lane + gap)
-        out.append(f'<text x="{LEFT - 8}" y="{y + lane / 2 + 4}" text-anchor="end" font-weight="bold">{_e(b)}</text>')
-        for t0, t1, r, epoch in d["roles"][b]:
-            w = max(0.5, x(t1) - x(t0))
-            out.append(f'<rect x="{x(t0):.1f}" y="{y}" width="{w:.1f}" height="{lane - 6}" fill="{COLORS[r]}">'
-                       f'<title>{_e(b)} {r}{f" mE {epoch}" if epoch else ""} from {t0 / 1000:.3f}s</title></rect>')
-            if r in ("master", "slave") and w > 34:
-                color = "#fff" if r == "master" else "#123"
-                out.append(f'<text x="{x(t0) + 3:.1f}" y="{y + 13}" fill="{color}">{r} mE{epoch}</text>')
-        for t0, t1 in d["sss"][b]:
-            out.append(f'<rect x="{x(t0):.1f}" y="{y + lane - 5}" width="{max(0.5, x(t1) - x(t0)):.1f}" height="4" '
-                       f'fill="#ff8f00"><title>in the controller SSS</title></rect>')
-    out.append(f'<text x="{LEFT - 8}" y="{faults_y + 10}" text-anchor="end" font-weight="bold">faults</text>')
-    for f, row in zip(parts, rows):
-        y = faults_y + 14 * row
-        label = _part_label(f["links"])
-        w = max(1.0, x(f["end"]) - x(f["t"]))
-        out.append(f'<rect x="{x(f["t"]):.1f}" y="{y}" width="{w:.1f}" height="12" fill="#e57373" opacity="0.55">'
-                   f'<title>{_e(label)} {f["t"] / 1000:.3f}s-{f["end"] / 1000:.3f}s</title></rect>')
-        if w > 60:
-            out.append(f'<text x="{x(f["t"]) + 2:.1f}" y="{y + 10}" font-size="9">{_e(label)}</text>')
-    label_ends = [0.0, 0.0, 0.0]  # three rows of tick labels; a label that fits in none is left to the tooltip
-    for f in d["faults"]:
-        if f["do"] != "partition":
-            label = f["do"] + (f" {f['node']}" if f.get("node") else "")
-            out.append(f'<line x1="{x(f["t"]):.1f}" y1="{ticks_y}" x2="{x(f["t"]):.1f}" y2="{ticks_y + 18}" '
-                       f'stroke="#6d4c41" stroke-width="2"><title>{_e(label)} at {f["t"] / 1000:.3f}s</title></line>')
-            row = next((r for r, end in enumerate(label_ends) if end < x(f["t"])), None)
-            if row is not None:
-                label_ends[row] = x(f["t"]) + 5 * len(label) + 4
-                anchor = "end" if x(f["t"]) + 5 * len(label) > W else "start"
-                out.append(f'<text x="{x(f["t"]) + 2:.1f}" y="{ticks_y + 26 + 10 * row}" font-size="9" '
-                           f'text-anchor="{anchor}">{_e(label)}</text>')
-    top_end = max([v for b in brokers for _, v in d["ends"][b]] + [1])
-    out.append(f'<text x="{LEFT - 8}" y="{chart_y + 10}" text-anchor="end">log end</text>')
-    out.append(f'<text x="{LEFT - 8}" y="{chart_y + 22}" text-anchor="end">{top_end:,} B</text>')
-    out.append(f'<rect x="{LEFT}" y="{chart_y}" width="{W - LEFT - RIGHT}" height="{chart_h}" fill="none" '
-               f'stroke="#999"/>')
-    for i, b in enumerate(brokers):
-        pts = []
-        prev = None
-        for t, v in d["ends"][b]:
-            yv = chart_y + chart_h - chart_h * v / top_end
-            if prev is not None:
-                pts.append(f"{x(t):.1f},{prev:.1f}")
-            pts.append(f"{x(t):.1f},{yv:.1f}")
-            prev = yv
-        pts.append(f"{x(end):.1f},{prev:.1f}")
-        color = LINE[i % len(LINE)]
-        out.append(f'<polyline points="{" ".join(pts)}" fill="none" stroke="{color}" stroke-width="1.5"/>')
-        out.append(f'<text x="{LEFT + 6 + 40 * i}" y="{chart_y + chart_h + 14}" fill="{color}">{_e(b)}</text>')
-    v = d["violation"]
-    if v:
-        out.append(f'<line x1="{x(v["t"]):.1f}" y1="{top - 6}" x2="{x(v["t"]):.1f}" y2="{chart_y + chart_h}" '
-                   f'stroke="#d50000" stroke-width="2"><title>{_e(v["invariant"])}: {_e(v["message"])}</title></line>')
-        out.append(f'<text x="{x(v["t"]):.1f}" y="{chart_y + chart_h + 28}" fill="#d50000" text-anchor="end">'
-                   f'{_e(v["invariant"])} at step {v["step"]}</text>')
-    out.append("</svg>")
-    return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------------- curves
@@ -253,25 +44,19 @@ def curve_svg(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel:
         xv, yv = xmax * k / 4, ymax * k / 4
         out.append(f'<text x="{px(xv):.1f}" y="{h - bottom + 14}" text-anchor="middle">{xv:.0f}</text>')
         out.append(f'<text x="{left - 4}" y="{py(yv) + 4:.1f}" text-anchor="end">{yv:.0f}</text>')
-    out.append(f'<text x="{(w + left) / 2:.0f}" y="{h - 4}" text-anchor="middle">{_e(xlabel)}</text>')
+    out.append(f'<text x="{(w + left) / 2:.0f}" y="{h - 4}" text-anchor="middle">{escape(xlabel)}</text>')
     out.append(f'<text x="12" y="{(h - bottom) / 2:.0f}" transform="rotate(-90 12 {(h - bottom) / 2:.0f})" '
-               f'text-anchor="middle">{_e(ylabel)}</text>')
+               f'text-anchor="middle">{escape(ylabel)}</text>')
     for i, (name, pts) in enumerate(sorted(series.items())):
         color = ARM_COLORS.get(name, LINE[i % len(LINE)])
         coords = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in [(0, 0), *pts])
         out.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
-        out.append(f'<text x="{left + 8}" y="{24 + 14 * i}" fill="{color}">{_e(name)}</text>')
+        out.append(f'<text x="{left + 8}" y="{24 + 14 * i}" fill="{color}">{escape(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------------- page
-
-
-def _table(head: list[str], rows: list[list[Any]]) -> str:
-    th = "".join(f"<th>{_e(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
-    return f"<table><tr>{th}</tr>{body}</table>"
 
 
 def _unexplained(hints: list[str]) -> str:
@@ -283,16 +68,13 @@ def _unexplained(hints: list[str]) -> str:
 def render(c: Campaign) -> str:
     s = c.summary()
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>rmqha fuzz report</title><style>"
-        "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#f3f3f3}"
-        "code{background:#f5f5f5;padding:1px 4px}.bad{color:#c62828}.ok{color:#2e7d32}</style></head><body>",
+        page_head("rmqha fuzz report"),
         "<h1>rmqha fuzz campaign</h1>",
-        _table(["arms", "switches", "profile", "runs", "steps", "simulated s", "wall s", "steps/s", "violations"],
+        table(["arms", "switches", "profile", "runs", "steps", "simulated s", "wall s", "steps/s", "violations"],
                [[", ".join(s["arms"]), ", ".join(s["bugs"]) or "none", s["profile"], s["runs"], f"{s['steps']:,}",
                  s["simSeconds"], s["elapsed"], f"{s['stepsPerSecond']:,}", s["violations"]]]),
         "<h2>Violations by bucket</h2>",
-        _table(["invariant", "explained by", "runs", "first after (s)", "seeds"],
+        table(["invariant", "explained by", "runs", "first after (s)", "seeds"],
                [[b["invariant"], b["explainedBy"] or _unexplained(b["fixHints"]), b["count"], round(b["firstAt"], 1),
                  " ".join(map(str, b["seeds"][:12]))] for b in s["buckets"]]) if s["buckets"] else "<p>none</p>",
         "<h2>Unique findings</h2>",
@@ -301,17 +83,17 @@ def render(c: Campaign) -> str:
     if not c.findings:
         parts.append("<p>none</p>")
     for f in c.findings.values():
-        parts.append(f"<h3 id='{_e(f['id'])}'>{_e(f['id'])}: {_e(f['invariant'])} "
+        parts.append(f"<h3 id='{escape(f['id'])}'>{escape(f['id'])}: {escape(f['invariant'])} "
                      f"<span class='{'ok' if f.get('explainedBy') else 'bad'}'>"
-                     f"({_e(f.get('explainedBy') or 'unexplained')})</span></h3>")
-        parts.append(f"<p>{_e(f['message'])}</p>")
-        parts.append(_table(
+                     f"({escape(f.get('explainedBy') or 'unexplained')})</span></h3>")
+        parts.append(f"<p>{escape(f['message'])}</p>")
+        parts.append(table(
             ["seed", "faults (shrunk / original)", "steps (shrunk / original)", "replays", "conforms", "trace"],
             [[f["seed"], f"{f['shrunkActions']} / {f['originalActions']}", f"{f['shrunkSteps']} / {f['originalSteps']}",
               "yes" if f["replays"] else "NO", f["conforms"] + (f" ({f['divergence']})" if f.get("divergence") else ""),
               f["tracePath"]]]))
-        parts.append(f"<p>signature: <code>{_e(f['signature'])}</code><br>"
-                     f"replay: <code>rmqha replay {_e(out / f['tracePath'])}</code></p>")
+        parts.append(f"<p>signature: <code>{escape(f['signature'])}</code><br>"
+                     f"replay: <code>rmqha replay {escape(out / f['tracePath'])}</code></p>")
         path = out / f["tracePath"]
         if path.exists():
             parts.append(timeline_svg(timeline_data(gzip.decompress(path.read_bytes()).decode())))
@@ -320,7 +102,7 @@ def render(c: Campaign) -> str:
     by_time = {n: [(float(el), float(st)) for _r, st, el in c.curve(n)] for n in c.arms}
     parts.append(curve_svg(by_runs, "runs", "abstract states") + " " + curve_svg(by_time, "wall s", "abstract states"))
     witnesses = sorted({w for a in c.arms.values() for w in a.coverage.hits})
-    parts.append(_table(["witness", *c.arms], [[w, *(a.coverage.hits.get(w, 0) for a in c.arms.values())]
+    parts.append(table(["witness", *c.arms], [[w, *(a.coverage.hits.get(w, 0) for a in c.arms.values())]
                                                 for w in witnesses]))
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.sim.faults import Action
+from rmqha.impl.sim.actions import Action
 from rmqha.impl.sim.runner import header_args, simulation
 from rmqha.impl.sim.world import Violation
 
@@ -33,5 +33,6 @@ def probed_run(header: dict[str, Any], want_actions: bool = False, recorder: Any
     """Run ``header`` (as ``run_header`` would) with the probe; ``recorder`` only for tests comparing hashes."""
     sim = simulation(**header_args(header), recorder=recorder, wrap=CoverageProbe, note_actions=want_actions)
     violation = sim.run()
-    probe: CoverageProbe = sim.checker
+    probe = sim.checker
+    assert isinstance(probe, CoverageProbe)
     return ProbedRun(violation, sim.step, sim.now, probe.states, probe.witnesses(), sim.taken or [], probe.roles)

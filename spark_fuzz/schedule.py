@@ -34,11 +34,12 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.config import Config, config_from_dict
 from rmqha.impl.rng import DetRng
-from rmqha.impl.sim.faults import DEFAULT_WEIGHTS, FAULT_KINDS, Action, FaultGenerator, WorldView
+from rmqha.impl.sim.actions import DEFAULT_WEIGHTS, FAULT_KINDS, Action
+from rmqha.impl.sim.config import Config, config_from_dict
+from rmqha.impl.sim.faults import FaultGenerator, WorldView
 
-from .settings import FuzzSettings
+from .settings import DEFAULT_FAMILIES, FuzzSettings
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in [
            {"slow-dispatch": 5, "break-ha": 4, "partition-controller": 3},
            {"mean_interval": 2000, "heal_after_min": 6000}, include=0.1),
 ]}
+if tuple(FAMILIES) != tuple(DEFAULT_FAMILIES):  # settings.py validates [fuzz] families by these names
+    raise RuntimeError("schedule.FAMILIES and settings.DEFAULT_FAMILIES name different families")
 
 
 @dataclass(frozen=True)
@@ -167,15 +170,14 @@ class _Ghost(WorldView):
         return next((c for c in self.controllers if c not in self.down), None)
 
     def apply(self, a: Action) -> None:
-        do, node = a["do"], a.get("node")
-        if do == "crash":
-            self.down.add(node)
-        elif do == "restart":
-            self.down.discard(node)
-        elif do == "pause":
-            self.paused.add(node)
-        elif do == "resume":
-            self.paused.discard(node)
+        if a["do"] == "crash":
+            self.down.add(a["node"])
+        elif a["do"] == "restart":
+            self.down.discard(a["node"])
+        elif a["do"] == "pause":
+            self.paused.add(a["node"])
+        elif a["do"] == "resume":
+            self.paused.discard(a["node"])
 
 
 def ghost_schedule(cfg: Config, rng: DetRng, start: int, end: int, master_at: Any, tag: str) -> list[Action]:
@@ -197,7 +199,7 @@ def ghost_schedule(cfg: Config, rng: DetRng, start: int, end: int, master_at: An
             gen.release(a.get("release", []))
         ghost.now = t
         for a in gen.draw(t, ghost):
-            if "id" in a:
+            if a["do"] == "partition" or a["do"] == "heal":  # the actions with an id
                 a["id"] = f"{tag}{a['id']}"
             if a["t"] == t:
                 ghost.apply(a)

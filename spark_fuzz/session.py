@@ -20,6 +20,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+import rmqha
+
 SUBPACKAGES = ("impl", "models", "spark_fuzz", "symbolic")
 EMBEDDED = "local[*,4]"
 # The driver JVM only schedules tasks and moves bytes here: C1 alone and the serial collector spare the cores the ~25
@@ -45,8 +47,6 @@ def with_retries(url: str) -> str:
 
 def kit_zip(dest: str | None = None) -> str:
     """Zip the installed ``rmqha`` (all subpackages, however they are mapped on disk) into ``rmqha-kit.zip``."""
-    import rmqha
-
     path = Path(dest or tempfile.mkdtemp(prefix="rmqha-kit-")) / "rmqha-kit.zip"
     roots = [("rmqha", Path(rmqha.__file__).parent)]
     for sub in SUBPACKAGES:
@@ -54,6 +54,7 @@ def kit_zip(dest: str | None = None) -> str:
             mod = importlib.import_module(f"rmqha.{sub}")
         except ImportError:  # pragma: no cover - a partial install
             continue
+        assert mod.__file__ is not None  # a package of files, not a namespace
         roots.append((f"rmqha/{sub}", Path(mod.__file__).parent))
     subroots = [r for _, r in roots[1:]]
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -67,7 +68,7 @@ def kit_zip(dest: str | None = None) -> str:
 
 def spark_session(master: str | None = None, app: str = "rmqha-fuzz") -> Any:
     """A Spark session on ``master`` (default: the embedded ``local[*,4]``) with the kit shipped to executors."""
-    from pyspark.sql import SparkSession
+    from pyspark.sql import SparkSession  # lazy: pyspark (490 MB, a JVM) loads only when a campaign starts
 
     url = with_retries(master or EMBEDDED)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -89,7 +90,7 @@ def spark_session(master: str | None = None, app: str = "rmqha-fuzz") -> Any:
     sc = spark.sparkContext
     if not getattr(sc, "_rmqha_kit", None):
         sc.addPyFile(kit_zip())
-        sc._rmqha_kit = True
+        sc._rmqha_kit = True  # type: ignore[attr-defined]  # the kit's marker on Spark's context: shipped once
     return spark
 
 

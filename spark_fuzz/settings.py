@@ -66,8 +66,6 @@ def _integer(name: str, v: Any, lo: int, hi: int) -> int:
 
 def settings_from_dict(data: dict[str, Any] | None) -> FuzzSettings:
     """Overlay a ``[fuzz]`` table on the defaults; unknown keys and bad values are one-line ``ValueError``s."""
-    from .schedule import FAMILIES  # the family names live with their definitions
-
     if not data:
         return FuzzSettings()
     if not isinstance(data, dict):
@@ -84,8 +82,8 @@ def settings_from_dict(data: dict[str, Any] | None) -> FuzzSettings:
             raise ValueError("[fuzz] families must be a table of weights")
         merged = dict(base.families)
         for k, v in fam.items():
-            if k not in FAMILIES:
-                raise ValueError(f"[fuzz] unknown family {k!r} (known: {', '.join(FAMILIES)})")
+            if k not in DEFAULT_FAMILIES:
+                raise ValueError(f"[fuzz] unknown family {k!r} (known: {', '.join(DEFAULT_FAMILIES)})")
             merged[k] = _number(f"families.{k}", v, 0, 1e6)
         if not any(w > 0 for w in merged.values()):
             raise ValueError("[fuzz] families: at least one weight must be positive")

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict
+from rmqha.impl.sim.config import config_from_dict
 from rmqha.impl.sim.runner import header_for
 
 from .findings import explain, fix_hints, shrink_violation

@@ -91,11 +91,11 @@ def _set(xs: tuple[int, ...]) -> str:
 
 
 def _int(m: z3.ModelRef, e: z3.ExprRef) -> int:
-    return m.eval(e, model_completion=True).as_long()
+    return int(m.eval(e, model_completion=True).as_long())
 
 
 def _bool(m: z3.ModelRef, e: z3.ExprRef) -> bool:
-    return z3.is_true(m.eval(e, model_completion=True))
+    return bool(z3.is_true(m.eval(e, model_completion=True)))
 
 
 def _bits(m: z3.ModelRef, bits: tuple[z3.BoolRef, ...]) -> tuple[int, ...]:

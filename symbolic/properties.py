@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import z3
-from rmqha.impl.catalogue import CATALOGUE
+from rmqha.impl.invariants import CATALOGUE
 
 from .state import STATE_INVARIANTS, STRENGTHENING, STRENGTHENING_DOC, UNSET, member
 from .transitions import Step
@@ -84,7 +85,7 @@ def _clean_election(st: Step) -> z3.BoolRef:
     return z3.Implies(st.elected, z3.And(member(st.pre.sss, new), member(st.env.alive, new)))
 
 
-def _state(inv: Callable) -> Callable[[Step], z3.BoolRef]:
+def _state(inv: Callable[..., Any]) -> Callable[[Step], z3.BoolRef]:
     return lambda st: inv(st.post)
 
 

@@ -30,6 +30,7 @@ import z3
 
 from .concrete import Controller, Environment, Witness, controller_from_model, pin, witness_from_model
 from .properties import OBLIGATIONS, Obligation
+from .replay import replay_result
 from .state import NONE, SymState, fresh_state, inductive_invariant, member, singleton
 from .transitions import STOCK, TRANSITIONS, Step, Switches
 
@@ -199,8 +200,6 @@ def prove(brokers: int = DEFAULT_BROKERS, switches: Switches = STOCK, *, drop: I
         for ob in obs:
             results.append(_obligation(solver, st, ob))
     if replay:
-        from .replay import replay_result
-
         for r in results:
             if r.witness is not None:
                 r.replays = replay_result(r.witness, r.obligation, brokers, switches)

@@ -18,7 +18,7 @@ Rules:
   reach are completed by setting the tables' fields (the replay says so). The operation runs through the
   manager's public method and its events apply; the response code and the state must equal the encoding's.
 * Predicates on the implementation are the catalogue statements, on the before/after view of the set and the
-  request, with the history kept as ``Checker._on_ctl_apply`` keeps it (per incarnation of the set).
+  request, with the history kept as ``Checker._record_apply`` keeps it (per incarnation of the set).
 
 Theory of operation: ``replay_result`` runs both replays of a witness and returns ``Replay`` values
 ("reproduced": the id fails there as well; "holds": it does not; "diverged": the run did not take the
@@ -106,7 +106,7 @@ def model_pre_state(w: Witness, n: int, cfg: M.ModelConfig) -> M.State:
                                    alive=tuple(i in w.env.alive for i in ids(n)), reqs=reqs)
 
 
-def _model_successors(w: Witness, s: M.State, cfg: M.ModelConfig) -> Iterator[tuple[tuple, M.State]]:
+def _model_successors(w: Witness, s: M.State, cfg: M.ModelConfig) -> Iterator[tuple[M.Label, M.State]]:
     if w.transition == "ctl-elect":
         return M.controller_elect(s, cfg)
     if w.transition == "brk-elect":
@@ -162,7 +162,7 @@ def _check_code(i: int, generation: int = 1) -> str:
 
 
 class ImplRun:
-    """A ``ControllerNode`` in a witness's pre-state, with the history ``Checker._on_ctl_apply`` would keep."""
+    """A ``ControllerNode`` in a witness's pre-state, with the history ``Checker._record_apply`` would keep."""
 
     def __init__(self, w: Witness, n: int, sw: Switches) -> None:
         self.node = ControllerNode("prove", ControllerConfig(enable_elect_unclean_master=sw.unclean), DetRng(0),

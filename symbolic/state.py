@@ -3,7 +3,7 @@
 Everything a transition reads or writes is a field of ``SymState``; every state invariant and every auxiliary
 (strengthening) conjunct the induction assumes is a named entry of ``STATE_INVARIANTS`` / ``STRENGTHENING``.
 
-Rules (digest §a.1, §a.2; ``impl/controller/replicas_info.py``):
+Rules (``ReplicasInfoManager``'s ``SyncStateInfo`` and ``BrokerReplicaInfo``; ``impl/controller/replicas_info.py``):
 
 * Broker ids are ``1..n`` (``MixAll.FIRST_BROKER_CONTROLLER_ID`` is 1); ``NONE`` (0) stands for a null master.
   Epochs are unbounded integers.
@@ -13,7 +13,7 @@ Rules (digest §a.1, §a.2; ``impl/controller/replicas_info.py``):
   While ``inf`` is false, master, epochs and SSS keep the values of the removed ``SyncStateInfo`` (stale): they are
   what the set had before it was cleaned, so that a set returning at epoch 0 is visible as a step.
 * ``rec``: a history variable, masterEpoch -> the master recorded at that epoch in this incarnation of the set
-  (``UNSET`` where none was), as ``Checker._on_ctl_apply`` keeps it.
+  (``UNSET`` where none was), as ``Checker._record_apply`` keeps it.
 
 Theory of operation: a ``SymState`` is a bundle of z3 terms. ``fresh_state`` makes one of fresh constants (the
 pre-state of an obligation); a transition builds the post-state as terms over the pre-state, the request and the
@@ -104,7 +104,7 @@ def type_ok(s: SymState) -> z3.BoolRef:
 
 
 def master_in_sss(s: SymState) -> z3.BoolRef:
-    """CTL-MASTER-IN-SSS, for a set the SyncStateSet table holds (``Checker._check_controller_state``)."""
+    """CTL-MASTER-IN-SSS, for a set the SyncStateSet table holds (``impl/invariants/controller.master_in_sss``)."""
     return z3.Implies(s.inf, z3.Or(s.master == NONE, member(s.sss, s.master)))
 
 

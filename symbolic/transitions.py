@@ -9,8 +9,8 @@ Rules:
 
 * A step is one operation on the state it validates against, followed by the apply of its event
   (``ReplicasInfoManager.applyEvent``); a refused request is a step that changes nothing. In DLedger mode the
-  leader validates once before proposing (digest §a.4); a one-step encoding is the serial case, where nothing
-  is appended between validation and apply.
+  leader validates once before proposing (``DLedgerController.EventScheduler``); a one-step encoding is the serial
+  case, where nothing is appended between validation and apply.
 * The environment is free in every step: the controller's liveness view (``BrokerValidPredicate``, i.e.
   ``heartbeatManager.isBrokerActive``), whether the heartbeat table still holds an entry (an active broker
   always has one), and the (epoch, maxOffset, electionPriority) of each entry. Ranking values are bounded by
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
+from typing import TypeAlias
 
 import z3
 from rmqha.impl import bugs as B
@@ -102,7 +103,7 @@ def fresh_env(n: int, prefix: str = "env") -> Env:
                priority=tuple(z3.Int(f"{prefix}.priority{i}") for i in ids(n)))
 
 
-Param = z3.ExprRef | tuple[z3.BoolRef, ...]
+Param: TypeAlias = "z3.ExprRef | tuple[z3.BoolRef, ...]"
 FALSE, TRUE = z3.BoolVal(False), z3.BoolVal(True)
 
 
@@ -165,7 +166,7 @@ def _try_elect(sw: Switches, env: Env, brokers: tuple[z3.BoolRef, ...], old: z3.
 
 def _elect(s: SymState, sw: Switches, name: str, requester: z3.ArithRef | None, designate: bool,
            hint: Callable[[SymState, Env], z3.BoolRef]) -> Step:
-    """``ReplicasInfoManager.electMaster`` (digest §b.4 steps 1-8) + ``applyEvent(ElectMasterEvent)``.
+    """``ReplicasInfoManager.electMaster`` (its steps in order) + ``applyEvent(ElectMasterEvent)``.
 
     ``requester`` is the request's brokerId (``None``: -1, a controller trigger)."""
     n = s.n
@@ -235,7 +236,7 @@ ALTER_CHECK_CODES = {1: RC.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, 2: RC.CONTROL
 
 
 def alter_sync_state_set(s: SymState, sw: Switches) -> Step:
-    """``ReplicasInfoManager.alterSyncStateSet`` checks 1-7 in order (digest §b.5) +
+    """``ReplicasInfoManager.alterSyncStateSet`` checks 1-7 in order +
     ``applyEvent(AlterSyncStateSetEvent)`` (SSS := new set, sE + 1)."""
     n = s.n
     env = fresh_env(n)
@@ -269,7 +270,7 @@ def alter_sync_state_set(s: SymState, sw: Switches) -> Step:
 
 
 def apply_broker_id(s: SymState, sw: Switches) -> Step:
-    """``ReplicasInfoManager.applyBrokerId`` (check-code CAS, digest §b.2) + ``applyEvent(ApplyBrokerIdEvent)``:
+    """``ReplicasInfoManager.applyBrokerId`` (check-code CAS) + ``applyEvent(ApplyBrokerIdEvent)``:
     adds the id to an existing set, or (QUIRK) builds the set anew when it does not exist. ``registerBroker``
     itself only emits ``UpdateBrokerAddressEvent`` (an address): it leaves this state alone."""
     n = s.n
@@ -293,7 +294,7 @@ def apply_broker_id(s: SymState, sw: Switches) -> Step:
 
 
 def _clean(s: SymState, sw: Switches, name: str, explicit: bool) -> Step:
-    """``ReplicasInfoManager.cleanBrokerData`` (digest §b.8) + ``applyEvent(CleanBrokerDataEvent)``."""
+    """``ReplicasInfoManager.cleanBrokerData`` + ``applyEvent(CleanBrokerDataEvent)``."""
     n = s.n
     env = fresh_env(n)
     living = z3.Bool("req.isCleanLivingBroker")

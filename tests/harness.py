@@ -29,7 +29,7 @@ class ActorDriver:
         self.other: list[Any] = []
         actor.now = now
         if start:
-            actor.start()  # type: ignore[attr-defined]
+            actor.start()
             self._drain()
 
     def _drain(self) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 from rmqha.impl.broker.broker import BrokerNode
-from rmqha.impl.config import default_config
+from rmqha.impl.sim.config import default_config
 from rmqha.impl.sim.world import Simulation
 
 SEED = 1

@@ -1,11 +1,11 @@
 """Every injectable bug is caught: its scenario fails the invariant it names with the switch on, and the same
-run has no violation with it off (impl/scenarios.py)."""
+run has no violation with it off (impl/sim/scenarios.py)."""
 
 import pytest
 from rmqha.impl import bugs as B
-from rmqha.impl.catalogue import BY_ID, Checker
-from rmqha.impl.scenarios import SCENARIOS
+from rmqha.impl.invariants import BY_ID, Checker
 from rmqha.impl.sim.runner import run
+from rmqha.impl.sim.scenarios import SCENARIOS
 
 
 def _run(name: str, on: bool):
@@ -39,7 +39,7 @@ def test_switch_off_same_run_is_clean(name):
 def test_ha_contiguous_checker_catches_a_gap():
     """No reachable schedule makes a master send a gap (frames follow the slave's own report over TCP), so the
     HA-CONTIGUOUS predicate is shown on the observation the slave emits for each append."""
-    from rmqha.impl.config import default_config
+    from rmqha.impl.sim.config import default_config
     from rmqha.impl.sim.world import Simulation
 
     sim = Simulation(default_config("safe"), 1, schedule=[], max_time=1)
@@ -54,7 +54,7 @@ def test_ha_truncate_prefix_checker_catches_a_point_past_the_log_end():
     """consistent-point-uses-max's other shape: max() of the two ends of the shared epoch is past the slave's own
     log, which truncates nothing and then reports that point as acked. The bytes it holds still match, so the
     prefix comparison alone is blind to it; the truncation observation is checked against the log end."""
-    from rmqha.impl.config import default_config
+    from rmqha.impl.sim.config import default_config
     from rmqha.impl.sim.world import Simulation
 
     sim = Simulation(default_config("safe"), 1, schedule=[], max_time=1)

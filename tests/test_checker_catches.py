@@ -1,6 +1,6 @@
 """Every checker is shown to catch a real violation.
 
-Most invariants are demonstrated by a bug-switch scenario (``impl/scenarios.py``, run by ``test_bugs.py``) or a
+Most invariants are demonstrated by a bug-switch scenario (``impl/sim/scenarios.py``, run by ``test_bugs.py``) or a
 finding trace (``impl/findings.py``, run by ``test_findings.py``). The ones no reachable run breaks are shown here:
 a real ``Simulation`` of the safe profile runs until the set is healthy (a master, a full SyncStateSet, acked
 messages) with no violation; then the smallest corruption that breaks exactly one invariant is injected and the
@@ -28,12 +28,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from rmqha.impl.catalogue import BY_ID, CATALOGUE, Checker
 from rmqha.impl.codes import BrokerRole
-from rmqha.impl.config import default_config
 from rmqha.impl.controller.replicas_info import AlterSyncStateSetEvent
 from rmqha.impl.findings import FINDINGS
-from rmqha.impl.scenarios import SCENARIOS
+from rmqha.impl.invariants import BY_ID, CATALOGUE, Checker
+from rmqha.impl.sim.config import default_config
+from rmqha.impl.sim.scenarios import SCENARIOS
 from rmqha.impl.sim.world import Simulation
 from rmqha.impl.store.epoch_cache import EpochEntry
 from rmqha.impl.store.message import body_for, encode
@@ -497,7 +497,7 @@ def test_cli_queue_position_stable_is_caught():
     (``queue-table-not-recovered``): the new master appends at a queue position the consumer has read. The same
     seed without the switch is the negative control."""
     from rmqha.impl import bugs as B
-    from rmqha.impl.config import config_from_dict, default_config
+    from rmqha.impl.sim.config import config_from_dict, default_config
     from rmqha.impl.sim.runner import run
 
     cfg = config_from_dict({"workload": {"queues": 4}}, default_config("safe"))
@@ -511,7 +511,7 @@ def test_cli_queue_position_stable_is_caught():
 def _controller_group(until: int = 12_000, **extra: Any) -> Simulation:
     """A 3-node controller group (``[cluster] controllers = 3``) stepped to ``until``, every fix on."""
     from rmqha.impl import bugs as B
-    from rmqha.impl.config import config_from_dict
+    from rmqha.impl.sim.config import config_from_dict
 
     cfg = config_from_dict({"cluster": {"controllers": 3}, **extra}, default_config("safe"))
     sim = Simulation(cfg, 1, max_steps=10**9, max_time=until, checker_factory=RecordingChecker,
@@ -544,7 +544,7 @@ def test_ctl_read_committed_is_caught():
     ``fix-validate-after-commit`` the leader validates a request while an entry it knows committed is not applied
     yet (the DLedger flavour validates on the applied state). With the fix the same run is clean."""
     from rmqha.impl import bugs as B
-    from rmqha.impl.config import config_from_dict
+    from rmqha.impl.sim.config import config_from_dict
     from rmqha.impl.sim.runner import run
 
     weights = {"crash-controller-leader": 1.0, "isolate-controller-leader": 1.0, "slow-apply": 1.5}

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from rmqha.impl.catalogue import CATALOGUE
+from rmqha.impl.invariants import CATALOGUE
 
 
 def _rmqha(*args, cwd=None):

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rmqha.impl.config import PROFILES
 from rmqha.impl.runtime import Command
+from rmqha.impl.sim.config import PROFILES
 
 from rmqha.cluster import control as C
 from rmqha.cluster import wire

@@ -4,16 +4,8 @@ left out, so that old traces replay byte for byte; once set, it is written, and 
 
 from dataclasses import dataclass, fields
 
-from rmqha.impl.config import (
-    FIDELITY,
-    PROFILES,
-    Config,
-    _java,
-    _sim,
-    config_from_dict,
-    default_config,
-    section_dict,
-)
+from rmqha.impl.config import _java
+from rmqha.impl.sim.config import FIDELITY, PROFILES, Config, _sim, config_from_dict, default_config, section_dict
 
 
 def test_default_config_writes_no_quiet_setting():

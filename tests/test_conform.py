@@ -6,16 +6,16 @@ from pathlib import Path
 
 import pytest
 from rmqha.impl import bugs as B
-from rmqha.impl.config import default_config
-from rmqha.impl.scenarios import SCENARIOS
 from rmqha.impl.sim.abstraction import abstract_state
+from rmqha.impl.sim.config import default_config
 from rmqha.impl.sim.runner import header_for, run
+from rmqha.impl.sim.scenarios import SCENARIOS
 from rmqha.impl.sim.world import Simulation
 from rmqha.impl.trace import parse
+from rmqha.models.conform import Validator, model_config, validate
 from rmqha.models.controller_mode import NONE
 
 from rmqha.cli import main
-from rmqha.conform import Validator, model_config, validate
 
 ROOT = Path(__file__).resolve().parent.parent
 FINDINGS = ROOT / "docs" / "findings" / "traces"
@@ -115,11 +115,10 @@ def test_a_run_outside_the_model_is_refused_in_one_line():
     """The model covers one controller, one implicit queue and logs from offset 0: a trace of the fidelity profile
     (docs/fidelity.md) gets a one-line reason, and a campaign reports its conformance as n/a."""
     import pytest
-    from rmqha.impl.config import default_config
+    from rmqha.impl.sim.config import default_config
     from rmqha.impl.sim.runner import header_for
+    from rmqha.models.conform import validate
     from rmqha.spark_fuzz.findings import conformance
-
-    from rmqha.conform import validate
 
     header = header_for(default_config("fidelity"), 1, 2000, [], None, None, "fidelity", [])
     with pytest.raises(ValueError, match="a replicated controller group, topic queues"):

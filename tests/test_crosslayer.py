@@ -1,6 +1,6 @@
 """Cross-layer replay: TLC's unclean-election counterexample (kept in tests/data/crosslayer/, as `rmqha check
 unclean_bug` wrote it) replays state for state on the model, and its environment steps, played on the
-implementation's simulator by ``rmqha.crosslayer``, lose the same acknowledged message there; with unclean
+implementation's simulator by ``rmqha.models.crosslayer``, lose the same acknowledged message there; with unclean
 election off the same schedule loses nothing."""
 
 from __future__ import annotations
@@ -9,12 +9,13 @@ import json
 from pathlib import Path
 
 import pytest
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run_header
 from rmqha.impl.trace import parse
+from rmqha.models import crosslayer
+from rmqha.spec import speccheck
 
-from rmqha import crosslayer, speccheck
-from rmqha.javacheck import java_status
+from rmqha.cli.doctor import java_status
 
 DATA = Path(__file__).resolve().parent / "data" / "crosslayer"
 

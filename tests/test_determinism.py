@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from rmqha.impl.config import default_config
+from rmqha.impl.sim.config import default_config
 from rmqha.impl.sim.runner import run, run_header
 from rmqha.impl.trace import parse
 

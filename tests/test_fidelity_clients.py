@@ -3,7 +3,7 @@ them, and a consumer that resumes from them, against ``ConsumerOffsetManager``, 
 ``SlaveSynchronize`` / ``ReplicasManager.handleSlaveSynchronize`` and ``RemoteBrokerOffsetStore``.
 
 The fidelity switch ``offset-not-found-from-last`` (caught by CLI-NO-SKIP) has its scenario in
-``impl/scenarios.py`` and is run by ``tests/test_bugs.py``.
+``impl/sim/scenarios.py`` and is run by ``tests/test_bugs.py``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.world import Simulation
 
 WORKLOAD = {"produce_interval": 0, "consume_interval": 500, "queues": 2}

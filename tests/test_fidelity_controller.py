@@ -3,7 +3,7 @@ apply (``impl/controller/raft.py``) under the controller's request handling, aga
 ``DLedgerEntryPusher``, ``StateMachineCaller``, ``DLedgerController`` and the broker's controller discovery.
 
 The part's fidelity switch, ``two-leaders-one-term`` (caught by CTL-ONE-LEADER-PER-TERM), has its scenario in
-``impl/scenarios.py`` (``tests/test_bugs.py``); CTL-APPLY-PREFIX and CTL-READ-COMMITTED are shown in
+``impl/sim/scenarios.py`` (``tests/test_bugs.py``); CTL-APPLY-PREFIX and CTL-READ-COMMITTED are shown in
 ``tests/test_checker_catches.py``.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.controller.raft import HEARTBEAT, MAX_HEARTBEAT_LEAK
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.world import Simulation
 
 from tests.harness import ObsRecorder
@@ -111,7 +111,8 @@ def test_a_slow_apply_lags_the_commit_then_catches_up():
 
 def test_an_append_that_times_out_may_commit_later():
     """DLedgerController.appendToDLedgerAndWait waits 5 s; a slow quorum makes the request fail
-    (ctl.append-timeout) while its entry still commits and applies afterwards (digest §a.4 GAP)."""
+    (ctl.append-timeout) while its entry still commits and applies afterwards (the late commit is not read back:
+    docs/findings/F-DLEDGER-STALE-VALIDATION.md)."""
     sim, rec = _sim([], 8_000)
     master = sim.controller_node().rim.snapshot()["broker-a"]["master"]  # type: ignore[union-attr]
     sim.schedule_action({"t": 8_000, "do": "slow-commit", "extra": 6000, "duration": 1000})

@@ -2,7 +2,7 @@
 the bytes a truncation leaves in a mapped file, each against the RocketMQ method whose behaviour it checks.
 
 The part's fidelity switch, ``recover-ignores-abort-file`` (caught by SYNC-VISIBLE-BOUND), has its scenario in
-``impl/scenarios.py`` (``tests/test_bugs.py`` runs it); its findings, F-RECOVER-NORMALLY-PAST-CONFIRM and
+``impl/sim/scenarios.py`` (``tests/test_bugs.py`` runs it); its findings, F-RECOVER-NORMALLY-PAST-CONFIRM and
 F-TRUNCATED-TAIL-RESURRECTS, replay from ``docs/findings/`` (``tests/test_findings.py``).
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.world import Simulation
 from rmqha.impl.store.commitlog import MessageStore

@@ -4,7 +4,7 @@ the BLANK_MAGIC_CODE filler), ``checkMessageAndReturnSize``, ``ReputMessageServi
 ``recoverAbnormally`` and the HA transfer (``getCommitLogData``: a batch never crosses a file end).
 
 The part's switch for it, ``append-spans-file`` (caught by STORE-NO-SPAN-FILE), has its scenario in
-``impl/scenarios.py`` (``tests/test_bugs.py``).
+``impl/sim/scenarios.py`` (``tests/test_bugs.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.world import Simulation
 from rmqha.impl.store.commitlog import CommitLog, MessageStore
 from rmqha.impl.store.disk import BrokerDisk

@@ -2,7 +2,7 @@
 per-connection ack lifecycle, each against the RocketMQ method whose behaviour it checks.
 
 The fidelity switch of this part, ``client-acks-announced-body`` (caught by HA-ACK-BOUND), has its scenario in
-``impl/scenarios.py`` and is run by ``tests/test_bugs.py``.
+``impl/sim/scenarios.py`` and is run by ``tests/test_bugs.py``.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.ha import frames as F
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.world import Simulation
 

@@ -3,7 +3,7 @@
 (``impl/controller/jraft.py``).
 
 Its fidelity switch, ``jraft-apply-local-time`` (caught by CTL-APPLY-PREFIX), has its scenario in
-``impl/scenarios.py`` (``tests/test_bugs.py``).
+``impl/sim/scenarios.py`` (``tests/test_bugs.py``).
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.controller.jraft import RaftLiveTable, execute, request
 from rmqha.impl.controller.replicas_info import ApplyBrokerIdEvent, ElectMasterEvent, ReplicasInfoManager, RequestEntry
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.world import Simulation
 
 from tests.harness import ObsRecorder

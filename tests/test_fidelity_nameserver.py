@@ -2,7 +2,7 @@
 against ``RouteInfoManager.registerBroker`` / ``onChannelDestroy`` and the client's route refresh.
 
 The part's fidelity switch, ``ns-ignores-state-version`` (caught by NS-ROUTE-HIGHEST-EPOCH), has its scenario in
-``impl/scenarios.py`` and is run by ``tests/test_bugs.py``.
+``impl/sim/scenarios.py`` and is run by ``tests/test_bugs.py``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Any
 
 from rmqha.impl import bugs as B
 from rmqha.impl.codes import RequestCode, ResponseCode
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.rng import DetRng
 from rmqha.impl.runtime import Command
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.nameserver import NameServerNode
 from rmqha.impl.sim.world import Simulation
 

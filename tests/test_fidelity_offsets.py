@@ -2,7 +2,7 @@
 64-bit fields that carry them, and RocketMQ's own ``(int)`` narrowing where it has one.
 
 The fidelity switch of this part, ``confirm-min-int32`` (caught by SYNC-CONFIRM-BOUND), has its scenario in
-``impl/scenarios.py`` and is run by ``tests/test_bugs.py``.
+``impl/sim/scenarios.py`` and is run by ``tests/test_bugs.py``.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pickle
 
 import pytest
 from rmqha.impl import bugs as B
-from rmqha.impl.config import ConfigError, config_from_dict, default_config
 from rmqha.impl.controller.elect_policy import BrokerLiveInfo, ElectPolicy, compare_live_info
 from rmqha.impl.ha import frames as F
+from rmqha.impl.sim.config import ConfigError, config_from_dict, default_config
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.world import Simulation
 from rmqha.impl.store.disk import BrokerDisk

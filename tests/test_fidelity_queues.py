@@ -3,7 +3,7 @@ queues built by the reput from the offsets the messages carry, the topicQueueTab
 read per queue only what is dispatched and confirmed, each against the RocketMQ method it mirrors.
 
 The part's fidelity switch, ``queue-table-not-recovered`` (caught by QUEUE-OFFSET-GAPLESS), has its scenario in
-``impl/scenarios.py`` (run by ``tests/test_bugs.py``); CLI-QUEUE-POSITION-STABLE is shown in
+``impl/sim/scenarios.py`` (run by ``tests/test_bugs.py``); CLI-QUEUE-POSITION-STABLE is shown in
 ``tests/test_checker_catches.py``.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.world import Simulation
 from rmqha.impl.store.commitlog import MessageStore

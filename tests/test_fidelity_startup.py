@@ -2,14 +2,14 @@
 ``BrokerController.start``.
 
 The part's fidelity switch, ``unfence-before-register`` (caught by BRK-FENCED-UNTIL-RUNNING), has its scenario in
-``impl/scenarios.py`` and is run by ``tests/test_bugs.py``.
+``impl/sim/scenarios.py`` and is run by ``tests/test_bugs.py``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.world import Simulation
 
 QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0}}

@@ -1,7 +1,7 @@
 """Issue 6 part 2 (topic config): a broker's ``TopicConfigManager``, the admin's ``updateAndCreateTopic``, the
 nameserver's queue data, the clients' use of the route's queue counts, and ``SlaveSynchronize.syncTopicConfig``.
 
-The fidelity switch ``slave-skips-topic-sync`` (QUEUE-ACKED-READABLE) has its scenario in ``impl/scenarios.py``
+The fidelity switch ``slave-skips-topic-sync`` (QUEUE-ACKED-READABLE) has its scenario in ``impl/sim/scenarios.py``
 (``tests/test_bugs.py``); the finding F-TOPIC-CONFIG-LOST-ON-FAILOVER replays from ``docs/findings/``
 (``tests/test_findings.py``).
 """
@@ -13,9 +13,9 @@ from typing import Any
 from rmqha.impl import bugs as B
 from rmqha.impl.broker.topic_config import DataVersion, TopicConfigManager
 from rmqha.impl.codes import RequestCode, ResponseCode
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.rng import DetRng
 from rmqha.impl.runtime import Command
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.nameserver import NameServerNode
 from rmqha.impl.sim.runner import simulation
 from rmqha.impl.sim.world import Simulation

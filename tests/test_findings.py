@@ -13,12 +13,11 @@ from typing import Any
 
 import pytest
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.findings import FINDINGS
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run_header
+from rmqha.impl.sim.tracefile import read_text as read_trace_text
 from rmqha.impl.trace import parse
-
-from rmqha.files import read_trace_text
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "findings"
 INDEX = json.loads((DOCS / "index.json").read_text())
@@ -68,7 +67,7 @@ EPOCH_EQ_SHAPES = {
 
 def _epoch_eq_run(schedule: list[dict], fix: bool, max_time: int, disabled: tuple[str, ...] = ()):
     from rmqha.impl import bugs as B
-    from rmqha.impl.config import config_from_dict, default_config
+    from rmqha.impl.sim.config import config_from_dict, default_config
     from rmqha.impl.sim.runner import run
 
     bugs = [f for f in B.FIXES_ALL if fix or f != B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH]

@@ -15,16 +15,16 @@ import shutil
 
 import pytest
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
 from rmqha.impl.findings import FINDINGS
-from rmqha.impl.scenarios import precursors_off
+from rmqha.impl.sim.config import config_from_dict, default_config
+from rmqha.impl.sim.scenarios import precursors_off
 from rmqha.impl.trace import parse
 from rmqha.spark_fuzz.campaign import Campaign, options_from
 from rmqha.spark_fuzz.findings import violation_of
 from rmqha.spark_fuzz.schedule import FAMILIES
 
 from rmqha.cli import main
-from rmqha.javacheck import java_status
+from rmqha.cli.doctor import java_status
 
 if not java_status()[0]:
     pytest.skip("Spark needs Java 17 (rmqha doctor)", allow_module_level=True)

@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 from rmqha.impl import bugs as B
-from rmqha.impl.config import config_from_dict, default_config
-from rmqha.impl.scenarios import SCENARIOS
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.faults import validate_actions
 from rmqha.impl.sim.runner import header_for, run_header
+from rmqha.impl.sim.scenarios import SCENARIOS
+from rmqha.impl.sim.tracefile import read_text as read_trace_text
 from rmqha.impl.trace import TraceRecorder, parse
 from rmqha.spark_fuzz.campaign import Campaign, CampaignError, options_from
 from rmqha.spark_fuzz.coverage import master_at
@@ -20,7 +21,6 @@ from rmqha.spark_fuzz.schedule import FAMILIES, draw_mix, ghost_schedule, mix_co
 from rmqha.spark_fuzz.settings import FuzzSettings, settings_from_dict
 
 from rmqha.cli import main
-from rmqha.files import read_trace_text
 
 SAFE = default_config("safe")
 

@@ -27,13 +27,14 @@ from typing import Any
 import pytest
 from rmqha.impl import bugs as B
 from rmqha.impl.codes import RequestCode
-from rmqha.impl.config import ControllerConfig, config_from_dict, default_config
+from rmqha.impl.config import ControllerConfig
 from rmqha.impl.controller.heartbeat import BrokerHeartbeatManager, NullBrokerIdError
 from rmqha.impl.controller.jraft import RaftLiveTable, execute, request
 from rmqha.impl.controller.node import ControllerDisk, ControllerNode
 from rmqha.impl.controller.replicas_info import ReplicasInfoManager
 from rmqha.impl.rng import DetRng
 from rmqha.impl.runtime import Command
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.world import Simulation
 
 from tests.harness import ActorDriver, ObsRecorder

@@ -11,6 +11,7 @@ The real runs need root (network namespaces), Java and Maven; without them they 
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rmqha.impl.config import ConfigError
+from rmqha.impl.sim.config import ConfigError
 from rmqha.models.controller_log import validate_log
 
 from rmqha.real import check as K
@@ -209,6 +210,45 @@ def test_the_log_conformance_catches_events_no_model_action_explains() -> None:
     assert same.divergence is not None and "check 2" in same.divergence.why
     drop = validate_log(enumerate([*base, F.AlterSyncStateSetEvent("bs", frozenset({2, 3})).to_kit()]), 3, False)
     assert drop.divergence is not None and "check 7" in drop.divergence.why
+
+
+def test_rmqha_conform_takes_a_real_runs_folder(tmp_path: Path) -> None:
+    """``rmqha conform`` on a real run's folder (or its controller log) checks the committed controller log against
+    the model: exit 0 when every event conforms, 1 at the first that does not; a folder without a log is one line."""
+    def folder(name: str, last: dict[str, Any]) -> Path:
+        spec = create(tmp_path / name, real_config("safe", {"broker": {"brokerName": "bs"}}), version="5.3.3",
+                      profile="safe", lifetime_s=60)
+        events = [_apply(1).to_kit(), _apply(2).to_kit(), _apply(3).to_kit(),
+                  F.ElectMasterEvent("bs", True, 1).to_kit(),
+                  F.AlterSyncStateSetEvent("bs", frozenset({1, 2})).to_kit(), last]
+        (spec.dir / "controller-log.jsonl").write_text(
+            "".join(json.dumps({"index": i, "event": e}) + "\n" for i, e in enumerate(events, 1)))
+        return spec.dir
+
+    def conform(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "rmqha", "conform", *args], capture_output=True, text=True,
+                              timeout=120)
+
+    good = folder("good", F.ElectMasterEvent("bs", True, 2).to_kit())
+    p = conform(str(good), "--json")
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout)
+    assert rep["conforms"] and rep["events"] == 6 and rep["actions"]["ControllerElect"] == 1
+    assert conform(str(good / "controller-log.jsonl")).returncode == 0
+    bad = folder("bad", F.ElectMasterEvent("bs", True, 3).to_kit())  # 3 is not in the SyncStateSet {1, 2}
+    p = conform(str(bad))
+    assert p.returncode == 1 and "diverges" in p.stdout and "at log index 6" in p.stdout, p.stdout
+    (good / "controller-log.jsonl").unlink()
+    p = conform(str(good))
+    assert p.returncode == 2 and p.stderr.startswith("rmqha: ") and "no controller-log.jsonl" in p.stderr
+
+
+def test_rmqha_invariants_says_what_a_real_run_checks() -> None:
+    p = subprocess.run([sys.executable, "-m", "rmqha", "invariants", "--json"], capture_output=True, text=True,
+                       timeout=120)
+    rows = {r["id"]: r["realRun"] for r in json.loads(p.stdout)}
+    assert set(K.REAL_CHECKS) <= set(rows)
+    assert {i for i, w in rows.items() if w} == set(K.REAL_CHECKS)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from rmqha.impl.controller.jraft import RaftLiveTable, execute
-from rmqha.impl.controller.replicas_info import ReplicasInfoManager, RequestEntry, event_from_dict
+from rmqha.impl.controller.replicas_info import ReplicasInfoManager, RequestEntry, entry_from_dict, event_from_dict
 
 from rmqha.real import files as F
 from rmqha.real.files import RealFileError, StopReason
@@ -337,7 +337,7 @@ def jraft_replay(entries: list[F.JraftEntry], before: int) -> ReplicasInfoManage
         if e.index >= before:
             break
         if e.request is not None and e.request.in_kit:
-            req = event_from_dict(e.request.to_kit())
+            req = entry_from_dict(e.request.to_kit())
             assert isinstance(req, RequestEntry)
             execute(rim, live, req, now=req.stamp)
     return rim
@@ -377,7 +377,7 @@ def test_jraft_dump_551_replays_to_the_controllers_view():
     codes = {}
     for e in entries[:40]:
         if e.request is not None and e.request.in_kit:
-            req = event_from_dict(e.request.to_kit())
+            req = entry_from_dict(e.request.to_kit())
             res = execute(rim, live, req, now=req.stamp)
             codes[e.index] = None if res is None else res.code
     assert (codes[31], codes[32], codes[37]) == (0, 2014, 0)  # CONTROLLER_BROKER_ID_INVALID

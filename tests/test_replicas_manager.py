@@ -30,9 +30,9 @@ import pytest
 from rmqha.impl.broker.broker import BrokerNode
 from rmqha.impl.broker.replicas_manager import RegisterState, State
 from rmqha.impl.codes import MASTER_ID, BrokerRole, RequestCode, ResponseCode
-from rmqha.impl.config import default_config
 from rmqha.impl.rng import DetRng
 from rmqha.impl.runtime import Command
+from rmqha.impl.sim.config import default_config
 from rmqha.impl.store.disk import BrokerDisk
 
 from tests.harness import ActorDriver
@@ -206,10 +206,9 @@ def test_role_notification_before_the_id_is_loaded_stops_half_way():
     has not loaded its id when the controller's NOTIFY_BROKER_ROLE_CHANGED reaches it. ``changeToSlave`` sets
     masterEpoch and the SLAVE role, then ``brokerConfig.setBrokerId(null)`` throws: the master id and the HA client
     stay unset, nothing is registered under a null id, and the run goes on (it used to crash the simulator)."""
-    from rmqha.impl.config import default_config
+    from rmqha.impl.sim.config import default_config
     from rmqha.impl.sim.runner import run
-
-    from rmqha.conform import validate
+    from rmqha.models.conform import validate
 
     cut = [["ctl", b] for b in ("b1", "b2", "b3")] + [[b, "ctl"] for b in ("b1", "b2", "b3")]
     schedule = [{"t": 200, "do": "crash", "node": "b3", "powerLoss": False},

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rmqha.models.controller_mode import ModelConfig
 from rmqha.models.explore import bfs
+from rmqha.spec import speccheck
+from rmqha.spec.tlc import run_tlc
 
-from rmqha import speccheck
-from rmqha.javacheck import java_status
-from rmqha.tlc import run_tlc
+from rmqha.cli.doctor import java_status
 
 ROOT = Path(__file__).resolve().parent.parent
 MANIFEST = speccheck.load_manifest()

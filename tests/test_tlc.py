@@ -1,4 +1,4 @@
-"""rmqha.tlc: the TLA+ value parser, the .cfg reader, the -tool output reader, and real TLC 2.15 runs of toy specs.
+"""rmqha.spec.tlc: the TLA+ value parser, the .cfg reader, the -tool output reader, and real TLC 2.15 runs of toy specs.
 
 The TLC runs (about 1-2 s each, mostly JVM start-up) are started together, three at a time, by the module-scoped
 ``runs`` fixture; the tests then look at their results. Counts are exact: BFS with one worker is deterministic.
@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from rmqha.tlc import (
+from rmqha.spec.tlc import (
     Fun,
     ModelValue,
     Record,

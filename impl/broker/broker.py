@@ -1,6 +1,7 @@
 """A broker process in controller mode: ``BrokerController`` with its store, HA service and ReplicasManager.
 
-Rules (digest §e.2, §e.8, §h):
+Rules (``BrokerController`` in controller mode, ``SendMessageProcessor``, ``CommitLog.asyncPutMessage``,
+``PullMessageProcessor``):
 
 * Put (``SendMessageProcessor`` -> ``CommitLog.asyncPutMessage``): refused with SERVICE_NOT_AVAILABLE on a
   slave or while fenced (``HookUtils.checkBeforePutMessage``); as SYNC_MASTER, IN_SYNC_REPLICAS_NOT_ENOUGH
@@ -19,7 +20,6 @@ Theory: this class only routes; decisions live in ``replicas_manager.py``, ``ha/
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from .. import bugs as B
@@ -28,8 +28,9 @@ from ..config import BrokerConfig, MessageStoreConfig
 from ..ha import frames as F
 from ..ha.connection import AutoSwitchHAConnection
 from ..ha.service import AutoSwitchHAService, GroupCommitRequest
+from ..observations import BrkAppend, BrkPutResult
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Monitor, Periodic, Sleep, response_to
+from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Job, Monitor, Periodic, Sleep, response_to
 from ..store.commitlog import MessageStore
 from ..store.disk import BrokerDisk
 from .replicas_manager import ReplicasManager
@@ -78,8 +79,9 @@ class BrokerNode(Actor):
     def start(self) -> None:
         """``BrokerController.start`` in controller mode."""
         if self.store.recovered_past_confirm:  # recoverNormally's dispatch past confirmOffset, seen by checkers
-            self.observe("store.dispatch", upto=self.store.recovered_past_confirm, confirm=self.store.confirm_offset,
-                         reputEnd=self.store.max_phy_offset, recovery="normal")
+            self.emit({"k": "store.dispatch", "upto": self.store.recovered_past_confirm,
+                       "confirm": self.store.confirm_offset, "reputEnd": self.store.max_phy_offset,
+                       "recovery": "normal"})
         self.replicas.set_fenced(True)
         if B.UNFENCE_BEFORE_REGISTER in self.bugs:  # the deviation: the store takes writes before RUNNING
             self.store.fenced = False
@@ -93,13 +95,13 @@ class BrokerNode(Actor):
         self._flush_at = -1
         self.replicas.start()
 
-    def _periodic_heartbeat(self) -> Generator:
+    def _periodic_heartbeat(self) -> Job:
         if not self.isolated:
             self.replicas.send_heartbeat_to_controller()
         return
         yield  # pragma: no cover
 
-    def _periodic_register(self) -> Generator:
+    def _periodic_register(self) -> Job:
         if not self.isolated:
             yield from self._register_broker_all()
 
@@ -141,7 +143,7 @@ class BrokerNode(Actor):
     def register_broker_when_role_change(self) -> None:
         self.spawn("registerBrokerWhenRoleChange", self._register_broker_all())
 
-    def _register_broker_all(self) -> Generator:
+    def _register_broker_all(self) -> Job:
         header = {"clusterName": self.broker_cfg.cluster_name, "brokerAddr": self.address,
                   "brokerName": self.broker_cfg.broker_name, "brokerId": self.configured_broker_id,
                   "haServerAddr": self.ha_address, "stateVersion": self.data_version}
@@ -165,9 +167,10 @@ class BrokerNode(Actor):
         topics = self.topics
         assert topics is not None
         self.disk.topics = topics.persisted()
-        self.observe("brk.topic", read=topics.read, write=topics.write, version=topics.version.to_wire(), why=why)
+        self.emit({"k": "brk.topic", "read": topics.read, "write": topics.write, "version": topics.version.to_wire(),
+                   "why": why})
 
-    def sync_topic_config(self, wire: dict[str, Any]) -> Generator:
+    def sync_topic_config(self, wire: dict[str, Any]) -> Job:
         """``SlaveSynchronize.syncTopicConfig`` once the versions differ (the slave's sync strand runs it). With
         ``[workload] other_topics`` the delete loop and the put phase take their time: the workload's topic sits
         in the middle of the iteration order, and each delete persists what is left of the table."""
@@ -273,8 +276,12 @@ class BrokerNode(Actor):
                                                        if queue else None)
         if queue:  # increaseQueueOffset after the append succeeded
             store.topic_queue_table[queue["queueId"]] = queue["queueOffset"] + 1
-        self.observe("brk.append", key=key, offset=offset, size=wrote, role=store.role.value, fenced=store.fenced,
-                     masterEpoch=self.replicas.master_epoch, lastEpoch=self.ha.epoch_cache.last_epoch(), **queue)
+        appended: BrkAppend = {"k": "brk.append", "key": key, "offset": offset, "size": wrote, "role": store.role.value,
+                               "fenced": store.fenced, "masterEpoch": self.replicas.master_epoch,
+                               "lastEpoch": self.ha.epoch_cache.last_epoch()}
+        if queue:
+            appended["queueId"], appended["queueOffset"] = queue["queueId"], queue["queueOffset"]
+        self.emit(appended)
         if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
             store.commitlog.flush()
         self._after_append(True)
@@ -299,13 +306,13 @@ class BrokerNode(Actor):
         header = {"status": status.value, "key": cmd.header["key"]}
         if result is not None:
             header.update(offset=result["offset"], size=result["size"])
-        extra: dict[str, Any] = {}
+        answered: BrkPutResult = {"k": "brk.put-result", "key": cmd.header["key"], "status": status.value,
+                                  "masterEpoch": self.replicas.master_epoch}
         if result is not None:
-            extra["end"] = result["offset"] + result["size"]
+            answered["end"] = result["offset"] + result["size"]
             if "ack" in result:
-                extra["ack"] = result["ack"]
-        self.observe("brk.put-result", key=cmd.header["key"], status=status.value,
-                     masterEpoch=self.replicas.master_epoch, **extra)
+                answered["ack"] = result["ack"]
+        self.emit(answered)
         self.send(src, response_to(cmd, code, header))
 
     def _query_consumer_offset(self, src: str, cmd: Command) -> None:
@@ -321,7 +328,7 @@ class BrokerNode(Actor):
         else:
             self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"offset": offset}))
 
-    def _persist_consumer_offsets(self) -> Generator:
+    def _persist_consumer_offsets(self) -> Job:
         """``ConsumerOffsetManager.persist`` every flushConsumerOffsetInterval (5 s): consumerOffset.json."""
         self.disk.consumer_offsets = dict(self.consumer_offsets)
         return
@@ -339,7 +346,7 @@ class BrokerNode(Actor):
                 self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR))
                 return
             cq = self.store.consume_queues.get(qid, {})
-            got = []
+            got: list[list[Any]] = []
             while start + len(got) in cq and len(got) < PULL_BATCH:
                 d = cq[start + len(got)]
                 got.append([d.key, d.offset, d.size, d.qoff])
@@ -388,15 +395,15 @@ class BrokerNode(Actor):
     def _do_reput(self) -> None:
         end = self.store.reput_end_offset()
         if self.store.do_reput(self.configured_broker_id == MASTER_ID):
-            self.observe("store.dispatch", upto=self.store.reput_from_offset, confirm=self.store.get_confirm_offset(),
-                         reputEnd=end)
+            self.emit({"k": "store.dispatch", "upto": self.store.reput_from_offset,
+                       "confirm": self.store.get_confirm_offset(), "reputEnd": end})
 
     def finish_dispatch(self) -> None:
         """``changeToMaster`` waits until dispatch has caught up; the reput thread keeps running."""
         self._do_reput()
 
     def _on_truncate(self, offset: int) -> None:
-        self.observe("store.truncated", offset=offset, max=self.store.max_phy_offset)
+        self.emit({"k": "store.truncated", "offset": offset, "max": self.store.max_phy_offset})
 
     # ------------------------------------------------------------------------------- HA streams
 
@@ -421,7 +428,7 @@ class BrokerNode(Actor):
 
     def on_ha_accept(self, conn: int, peer: str) -> None:
         self._ha_conns[conn] = self.ha.accept(conn, peer)
-        self.observe("ha.accept", conn=conn, peer=peer)
+        self.emit({"k": "ha.accept", "conn": conn, "peer": peer})
 
     def on_ha_data(self, conn: int, data: bytes) -> None:
         master_side = self._ha_conns.get(conn)
@@ -447,19 +454,21 @@ class BrokerNode(Actor):
         epoch = start = None
         if header is not None:
             _, _, _, epoch, start, _ = F._M_TRANSFER.unpack_from(header, 0)
-        self.observe("ha.transfer", conn=c.conn, slave=c.slave_id, offset=offset, size=size, epoch=epoch,
-                     start=start, entries=[[e.epoch, e.start_offset] for e in self.ha.epoch_cache.all_entries()],
-                     max=self.store.max_phy_offset)
+        self.emit({"k": "ha.transfer", "conn": c.conn, "slave": c.slave_id, "offset": offset, "size": size,
+                   "epoch": epoch, "start": start,
+                   "entries": [[e.epoch, e.start_offset] for e in self.ha.epoch_cache.all_entries()],
+                   "max": self.store.max_phy_offset})
 
     def observe_handshake_done(self, client: Any, frame: F.MasterHandshake, point: int) -> None:
-        self.observe("ha.handshake-done", conn=client.conn, point=point, masterMax=frame.max_offset,
-                     max=self.store.max_phy_offset)
+        self.emit({"k": "ha.handshake-done", "conn": client.conn, "point": point, "masterMax": frame.max_offset,
+                   "max": self.store.max_phy_offset})
 
     def observe_slave_append(self, offset: int, size: int) -> None:
-        self.observe("ha.slave-append", offset=offset, size=size, max=self.store.max_phy_offset)
+        self.emit({"k": "ha.slave-append", "offset": offset, "size": size, "max": self.store.max_phy_offset})
 
     def observe_expand(self, slave: int, ack: int, confirm: int, epoch_start: int, proposal: list[int]) -> None:
-        self.observe("ha.expand", slave=slave, ack=ack, confirm=confirm, epochStart=epoch_start, proposal=proposal)
+        self.emit({"k": "ha.expand", "slave": slave, "ack": ack, "confirm": confirm, "epochStart": epoch_start,
+                   "proposal": proposal})
 
     # ---------------------------------------------------------------------------------- status
 

@@ -7,14 +7,13 @@ automatic failover: a dead master stops writes until it restarts.
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from ..codes import BrokerRole, PutMessageStatus, RequestCode, ResponseCode
 from ..config import BrokerConfig, MessageStoreConfig
 from ..ha.legacy import LegacyClient, LegacyConnection
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Periodic, response_to
+from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Job, Periodic, response_to
 from ..store.commitlog import MessageStore
 from ..store.disk import BrokerDisk
 
@@ -53,7 +52,7 @@ class LegacyBrokerNode(Actor):
         if self.client is not None:
             self.client.start()
 
-    def _register(self) -> Generator:
+    def _register(self) -> Job:
         header = {"clusterName": self.broker_cfg.cluster_name, "brokerAddr": self.address,
                   "brokerName": self.broker_cfg.broker_name, "brokerId": self.broker_id,
                   "haServerAddr": self.ha_address, "stateVersion": 0}
@@ -78,8 +77,8 @@ class LegacyBrokerNode(Actor):
             self._reply(src, cmd, PutMessageStatus.SERVICE_NOT_AVAILABLE, None, None)
             return
         offset, size = store.commitlog.append_message(cmd.header["key"], cmd.header["bodySize"], self.now)
-        self.observe("brk.append", key=cmd.header["key"], offset=offset, size=size, role=store.role.value,
-                     fenced=False, masterEpoch=0, lastEpoch=-1)
+        self.emit({"k": "brk.append", "key": cmd.header["key"], "offset": offset, "size": size,
+                   "role": store.role.value, "fenced": False, "masterEpoch": 0, "lastEpoch": -1})
         if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
             store.commitlog.flush()
         elif store.max_phy_offset // 4096 - self.disk.flushed // 4096 >= self.store_cfg.flush_commit_log_least_pages:
@@ -130,7 +129,7 @@ class LegacyBrokerNode(Actor):
         header: dict[str, Any] = {"status": status.value, "key": cmd.header["key"]}
         if offset is not None:
             header.update(offset=offset, size=size)
-        self.observe("brk.put-result", key=cmd.header["key"], status=status.value, masterEpoch=0)
+        self.emit({"k": "brk.put-result", "key": cmd.header["key"], "status": status.value, "masterEpoch": 0})
         self.send(src, response_to(cmd, code, header))
 
     def _dispatch(self) -> None:

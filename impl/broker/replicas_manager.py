@@ -1,4 +1,4 @@
-"""ReplicasManager: the broker's view of the controller (``B/controller/ReplicasManager.java``, digest §e).
+"""ReplicasManager: the broker's view of the controller (``B/controller/ReplicasManager.java``).
 
 Everything that changes a broker's role, epochs or SyncStateSet lives here.
 
@@ -22,18 +22,33 @@ Rules:
   report when different from the confirmed SSS. ``doReportSyncStateSetChanged`` sends alterSyncStateSet
   with the current mE and sE; success adopts the reply; failure is only logged (the union stays).
 
-The invariant this keeps is BRK-EPOCH-MONO (``impl/catalogue.py``).
+The invariant this keeps is BRK-EPOCH-MONO (``impl/invariants/``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Mapping
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
 from ..codes import MASTER_ID, BrokerRole, RequestCode, ResponseCode
-from ..runtime import Acquire, Call, Command, Executor, Monitor, Periodic, Release, Sleep
+from ..runtime import Acquire, Call, Command, Executor, Job, Monitor, Periodic, Release, Sleep, Steps
+from ..wire import (
+    AlterSyncStateSetRequestHeader,
+    ApplyBrokerIdRequestHeader,
+    BrokerHeartbeatRequestHeader,
+    ElectMasterRequestHeader,
+    ElectMasterResponseHeader,
+    GetNextBrokerIdRequestHeader,
+    GetNextBrokerIdResponseHeader,
+    GetReplicaInfoRequestHeader,
+    GetReplicaInfoResponseHeader,
+    RegisterBrokerToControllerRequestHeader,
+    RegisterBrokerToControllerResponseHeader,
+    SyncStateSetBody,
+    decode_header,
+)
 
 if TYPE_CHECKING:
     from .broker import BrokerNode
@@ -54,6 +69,12 @@ class RegisterState(Enum):
     CREATE_TEMP_METADATA_FILE_DONE = "CREATE_TEMP_METADATA_FILE_DONE"
     CREATE_METADATA_FILE_DONE = "CREATE_METADATA_FILE_DONE"
     REGISTERED = "REGISTERED"
+
+
+def _epoch(value: int | None) -> int:
+    """An epoch the controller sent with a master: Java's ``Integer`` unboxed (never null when a master is named)."""
+    assert value is not None
+    return value
 
 
 class ReplicasManager:
@@ -86,7 +107,7 @@ class ReplicasManager:
     def _controller(self) -> str:
         return self.controller_leader_address.split(":")[0]
 
-    def _call(self, code: RequestCode, header: dict[str, Any], body: Any = None) -> Call:
+    def _call(self, code: RequestCode, header: Mapping[str, Any], body: Any = None) -> Call:
         return Call(self._controller(), Command(code, 0, header, body), self.cfg.rpc_timeout)
 
     def is_master_state(self) -> bool:
@@ -101,7 +122,7 @@ class ReplicasManager:
             Periodic(self.node, "scanAvailableControllerAddresses", 3000, 3000, self._scan_job)
         self.node.spawn("ReplicasManager.start", self._start())
 
-    def _scan_job(self) -> Generator:
+    def _scan_job(self) -> Job:
         self._scan_available_controller_addresses()
         return
         yield  # pragma: no cover
@@ -112,7 +133,7 @@ class ReplicasManager:
         for address in self.controller_addresses:
             self.node.spawn("scanAvailableControllerAddresses", self._check_reachable(address))
 
-    def _check_reachable(self, address: str) -> Generator:
+    def _check_reachable(self, address: str) -> Job:
         resp = yield Call(address.split(":")[0], Command(RequestCode.CHECK_REACHABLE, 0, {}), 3000)
         available = self.available_controller_addresses
         if resp is not None and address not in available:
@@ -120,9 +141,9 @@ class ReplicasManager:
             available.sort(key=self.controller_addresses.index)
         elif resp is None and address in available:
             available.remove(address)
-            self.node.observe("brk.controller-unreachable", address=address)
+            self.node.emit({"k": "brk.controller-unreachable", "address": address})
 
-    def _start(self) -> Generator:
+    def _start(self) -> Job:
         ok = yield from self._start_basic_service()
         retries = 0
         while not ok and self.state != State.SHUTDOWN:
@@ -130,7 +151,7 @@ class ReplicasManager:
             retries += 1
             ok = yield from self._start_basic_service()
 
-    def _start_basic_service(self) -> Generator[Any, Any, bool]:
+    def _start_basic_service(self) -> Steps[bool]:
         if self.state == State.SHUTDOWN:
             return False
         if self.state == State.INITIAL:
@@ -163,9 +184,9 @@ class ReplicasManager:
     def set_fenced(self, fenced: bool) -> None:
         self.node.isolated = fenced
         self.node.store.fenced = fenced
-        self.node.observe("brk.fenced", fenced=fenced)
+        self.node.emit({"k": "brk.fenced", "fenced": fenced})
 
-    def _scheduling_sync_controller_metadata(self) -> Generator[Any, Any, bool]:
+    def _scheduling_sync_controller_metadata(self) -> Steps[bool]:
         for _ in range(3):
             if (yield from self._update_controller_metadata()):
                 Periodic(self.node, "updateControllerMetadata", 3000, self.cfg.sync_controller_metadata_period,
@@ -174,10 +195,10 @@ class ReplicasManager:
             yield Sleep(1000)
         return False
 
-    def _update_controller_metadata_job(self) -> Generator:
+    def _update_controller_metadata_job(self) -> Job:
         yield from self._update_controller_metadata()
 
-    def _update_controller_metadata(self) -> Generator[Any, Any, bool]:
+    def _update_controller_metadata(self) -> Steps[bool]:
         many = len(self.controller_addresses) > 1
         for address in list(self.available_controller_addresses) if many else self.controller_addresses:
             resp = yield Call(address.split(":")[0], Command(RequestCode.CONTROLLER_GET_METADATA_INFO, 0, {}),
@@ -189,25 +210,28 @@ class ReplicasManager:
 
     # ---------------------------------------------------------------------------------- register
 
-    def _register(self) -> Generator[Any, Any, bool]:
+    def _register(self) -> Steps[bool]:
         disk = self.node.disk
         self._confirm_now_registering_state()
         if not self._check_metadata_valid():
             return False
         if self.register_state == RegisterState.INITIAL:
-            resp = yield self._call(RequestCode.CONTROLLER_GET_NEXT_BROKER_ID,
-                                    {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name})
+            ask: GetNextBrokerIdRequestHeader = {"clusterName": self.cfg.cluster_name,
+                                                 "brokerName": self.cfg.broker_name}
+            resp = yield self._call(RequestCode.CONTROLLER_GET_NEXT_BROKER_ID, ask)
             if resp is None or resp.code != ResponseCode.SUCCESS or resp.header.get("nextBrokerId") is None:
                 return False
             code = f"{self.node.address};{self.node.now}"
-            disk.temp_identity = (self.cfg.cluster_name, self.cfg.broker_name, resp.header["nextBrokerId"], code)
+            next_id = decode_header(resp.header, GetNextBrokerIdResponseHeader)["nextBrokerId"]
+            disk.temp_identity = (self.cfg.cluster_name, self.cfg.broker_name, next_id, code)
             self.register_state = RegisterState.CREATE_TEMP_METADATA_FILE_DONE
         if self.register_state == RegisterState.CREATE_TEMP_METADATA_FILE_DONE:
             temp = disk.temp_identity
             assert temp is not None
-            resp = yield self._call(RequestCode.CONTROLLER_APPLY_BROKER_ID,
-                                    {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
-                                     "appliedBrokerId": temp[2], "registerCheckCode": temp[3]})
+            apply: ApplyBrokerIdRequestHeader = {"clusterName": self.cfg.cluster_name,
+                                                 "brokerName": self.cfg.broker_name, "appliedBrokerId": temp[2],
+                                                 "registerCheckCode": temp[3]}
+            resp = yield self._call(RequestCode.CONTROLLER_APPLY_BROKER_ID, apply)
             if resp is None or resp.code != ResponseCode.SUCCESS:
                 disk.temp_identity = None
                 self.register_state = RegisterState.INITIAL
@@ -225,7 +249,7 @@ class ReplicasManager:
     def _set_id(self, broker_id: int) -> None:
         self.broker_controller_id = broker_id
         self.ha.local_broker_id = broker_id
-        self.node.observe("brk.identity", brokerId=broker_id)
+        self.node.emit({"k": "brk.identity", "brokerId": broker_id})
 
     def _confirm_now_registering_state(self) -> None:
         disk = self.node.disk
@@ -245,54 +269,56 @@ class ReplicasManager:
             return disk.broker_identity is not None and disk.broker_identity[:2] == names
         return True
 
-    def _register_broker_to_controller(self) -> Generator[Any, Any, bool]:
-        resp = yield self._call(RequestCode.CONTROLLER_REGISTER_BROKER,
-                                {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
-                                 "brokerId": self.broker_controller_id, "brokerAddress": self.node.address})
+    def _register_broker_to_controller(self) -> Steps[bool]:
+        register: RegisterBrokerToControllerRequestHeader = {
+            "clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
+            "brokerId": self.broker_controller_id, "brokerAddress": self.node.address}
+        resp = yield self._call(RequestCode.CONTROLLER_REGISTER_BROKER, register)
         if resp is None or resp.code != ResponseCode.SUCCESS:
             return False
-        h = resp.header
+        h = decode_header(resp.header, RegisterBrokerToControllerResponseHeader)
         master = h.get("masterBrokerId")
         if master is None:
             return True
         sss = (resp.body or {}).get("syncStateSet", [])
         if master == self.broker_controller_id:
-            yield from self.change_to_master(h["masterEpoch"], h["syncStateSetEpoch"], set(sss))
+            yield from self.change_to_master(_epoch(h["masterEpoch"]), _epoch(h["syncStateSetEpoch"]), set(sss))
         else:
-            yield from self.change_to_slave(h.get("masterAddress"), h["masterEpoch"], master)
+            yield from self.change_to_slave(h.get("masterAddress"), _epoch(h["masterEpoch"]), master)
         return True
 
-    def _broker_elect(self) -> Generator[Any, Any, bool]:
-        resp = yield self._call(RequestCode.CONTROLLER_ELECT_MASTER,
-                                {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
-                                 "brokerId": self.broker_controller_id, "designateElect": False})
+    def _broker_elect(self) -> Steps[bool]:
+        elect: ElectMasterRequestHeader = {"clusterName": self.cfg.cluster_name, "brokerName": self.cfg.broker_name,
+                                           "brokerId": self.broker_controller_id, "designateElect": False}
+        resp = yield self._call(RequestCode.CONTROLLER_ELECT_MASTER, elect)
         if resp is None or resp.code not in (ResponseCode.SUCCESS, ResponseCode.CONTROLLER_MASTER_STILL_EXIST):
             return False
-        h = resp.header
+        h = decode_header(resp.header, ElectMasterResponseHeader)
         address, master = h.get("masterAddress"), h.get("masterBrokerId")
         if not address or master is None:
             return False
         sss = set((resp.body or {}).get("syncStateSet", []))
         if master == self.broker_controller_id:
-            yield from self.change_to_master(h["masterEpoch"], h["syncStateSetEpoch"], sss)
+            yield from self.change_to_master(_epoch(h["masterEpoch"]), _epoch(h["syncStateSetEpoch"]), sss)
         else:
-            yield from self.change_to_slave(address, h["masterEpoch"], master)
+            yield from self.change_to_slave(address, _epoch(h["masterEpoch"]), master)
         return True
 
     def send_heartbeat_to_controller(self) -> None:
         node = self.node
         for address in self.controller_addresses:
-            node.send(address.split(":")[0], Command(RequestCode.BROKER_HEARTBEAT, 0, {
+            beat: BrokerHeartbeatRequestHeader = {
                 "clusterName": self.cfg.cluster_name, "brokerAddr": node.address, "brokerName": self.cfg.broker_name,
                 "brokerId": self.broker_controller_id, "epoch": self.ha.epoch_cache.last_epoch(),
                 "maxOffset": node.store.max_phy_offset, "confirmOffset": node.store.get_confirm_offset(),
                 "heartbeatTimeoutMills": self.cfg.controller_heartbeat_timeout_mills,
-                "electionPriority": node.election_priority}, oneway=True))
+                "electionPriority": node.election_priority}
+            node.send(address.split(":")[0], Command(RequestCode.BROKER_HEARTBEAT, 0, beat, oneway=True))
 
     # ------------------------------------------------------------------------------ role changes
 
     def change_broker_role(self, master_id: int | None, master_addr: str | None, master_epoch: int | None,
-                           sss_epoch: int | None, sss: set[int]) -> Generator:
+                           sss_epoch: int | None, sss: set[int]) -> Job:
         yield Acquire(self.monitor)
         if master_id is not None and master_epoch is not None and master_epoch > self.master_epoch:
             if master_id == self.broker_controller_id:
@@ -301,7 +327,7 @@ class ReplicasManager:
                 yield from self.change_to_slave(master_addr, master_epoch, master_id)
         yield Release(self.monitor)
 
-    def change_to_master(self, new_master_epoch: int, sss_epoch: int, sss: set[int]) -> Generator:
+    def change_to_master(self, new_master_epoch: int, sss_epoch: int, sss: set[int]) -> Job:
         yield Acquire(self.monitor)
         self._change_to_master(new_master_epoch, sss_epoch, sss)
         yield Release(self.monitor)
@@ -317,7 +343,8 @@ class ReplicasManager:
             self.change_sync_state_set(set(sss), sss_epoch)
             self.ha.change_to_master_when_last_role_is_master(new_master_epoch)
             node.next_data_version(new_master_epoch)
-            node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=True)
+            node.emit({"k": "brk.role", "role": "MASTER", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                       "again": True})
             node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
             node.register_broker_when_role_change()
             return
@@ -331,12 +358,12 @@ class ReplicasManager:
         self._handle_slave_synchronize(False)
         node.next_data_version(new_master_epoch)
         node.cover_consume_queues()
-        node.observe("brk.role", role="MASTER", masterEpoch=new_master_epoch, previous=old_epoch, again=False,
-                     haAccepted=ok)
+        node.emit({"k": "brk.role", "role": "MASTER", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                   "again": False, "haAccepted": ok})
         node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
         node.register_broker_when_role_change()
 
-    def change_to_slave(self, new_master_address: str | None, new_master_epoch: int, new_master_id: int) -> Generator:
+    def change_to_slave(self, new_master_address: str | None, new_master_epoch: int, new_master_id: int) -> Job:
         yield Acquire(self.monitor)
         self._change_to_slave(new_master_address, new_master_epoch, new_master_id)
         yield Release(self.monitor)
@@ -350,8 +377,8 @@ class ReplicasManager:
         if new_master_id == self.master_broker_id:
             self.ha.change_to_slave_when_master_not_change(new_master_address, new_master_epoch)
             node.next_data_version(new_master_epoch)
-            node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
-                         master=new_master_id, again=True)
+            node.emit({"k": "brk.role", "role": "SLAVE", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                       "master": new_master_id, "again": True})
             node.register_broker_when_role_change()
             return
         self._stop_check_sync_state_set()
@@ -363,16 +390,16 @@ class ReplicasManager:
             # (BrokerIdentity.setBrokerId(long)): NullPointerException, turned into an error reply by
             # AdminBrokerProcessor.notifyBrokerRoleChanged. masterEpoch and the SLAVE role stay set; the master
             # id, its address and the HA client do not change, and later syncs of the same epoch do nothing.
-            node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
-                         master=new_master_id, again=False, aborted="NullPointerException: no broker id yet")
+            node.emit({"k": "brk.role", "role": "SLAVE", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                       "master": new_master_id, "again": False, "aborted": "NullPointerException: no broker id yet"})
             return
         node.configured_broker_id = self.broker_controller_id
         self.master_address = new_master_address or ""
         self.master_broker_id = new_master_id
-        ok = self.ha.change_to_slave(new_master_address, new_master_epoch, self.broker_controller_id)  # type: ignore[arg-type]
+        ok = self.ha.change_to_slave(new_master_address, new_master_epoch, self.broker_controller_id)
         node.next_data_version(new_master_epoch)
-        node.observe("brk.role", role="SLAVE", masterEpoch=new_master_epoch, previous=old_epoch,
-                     master=new_master_id, again=False, haAccepted=ok)
+        node.emit({"k": "brk.role", "role": "SLAVE", "masterEpoch": new_master_epoch, "previous": old_epoch,
+                   "master": new_master_id, "again": False, "haAccepted": ok})
         node.register_broker_when_role_change()
 
     def change_sync_state_set(self, new_sss: set[int], new_epoch: int) -> None:
@@ -381,17 +408,18 @@ class ReplicasManager:
             self.sync_state_set_epoch = new_epoch
             self.sync_state_set = set(new_sss)
             self.ha.set_sync_state_set(set(new_sss))
-            self.node.observe("brk.sss", syncStateSet=sorted(new_sss), syncStateSetEpoch=new_epoch)
+            self.node.emit({"k": "brk.sss", "syncStateSet": sorted(new_sss), "syncStateSetEpoch": new_epoch})
 
-    def _change_sync_state_set_locked(self, new_sss: set[int], new_epoch: int) -> Generator:
+    def _change_sync_state_set_locked(self, new_sss: set[int], new_epoch: int) -> Job:
         yield Acquire(self.monitor)
         self.change_sync_state_set(new_sss, new_epoch)
         yield Release(self.monitor)
 
     # -------------------------------------------------------------------------------- periodic jobs
 
-    def _sync_broker_metadata(self) -> Generator:
-        resp = yield self._call(RequestCode.CONTROLLER_GET_REPLICA_INFO, {"brokerName": self.cfg.broker_name})
+    def _sync_broker_metadata(self) -> Job:
+        ask: GetReplicaInfoRequestHeader = {"brokerName": self.cfg.broker_name}
+        resp = yield self._call(RequestCode.CONTROLLER_GET_REPLICA_INFO, ask)
         if resp is None:
             return
         if resp.code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST:
@@ -400,7 +428,7 @@ class ReplicasManager:
             return
         if resp.code != ResponseCode.SUCCESS:
             return
-        h, body = resp.header, resp.body or {}
+        h, body = decode_header(resp.header, GetReplicaInfoResponseHeader), resp.body or {}
         new_epoch = h.get("masterEpoch", 0)
         master = h.get("masterBrokerId")
         address = h.get("masterAddress")
@@ -431,7 +459,7 @@ class ReplicasManager:
         if slave:
             self.slave_sync_task = Periodic(self.node, "slaveSynchronize", 3000, 3000, self._slave_sync)
 
-    def _slave_sync(self) -> Generator:
+    def _slave_sync(self) -> Job:
         node = self.node
         if node.now - self.last_slave_sync <= 10_000:
             return
@@ -458,7 +486,7 @@ class ReplicasManager:
             self.check_sss_task.cancel()
             self.check_sss_task = None
 
-    def _check_sync_state_set_and_do_report(self) -> Generator:
+    def _check_sync_state_set_and_do_report(self) -> Job:
         new_sss = self.ha.maybe_shrink_sync_state_set()
         if self.broker_controller_id is not None:
             new_sss.add(self.broker_controller_id)
@@ -473,16 +501,17 @@ class ReplicasManager:
         self.ha_listener_executor.submit(self._do_report_sync_state_set_changed(sss, epochs))
 
     def _do_report_sync_state_set_changed(self, new_sss: set[int],
-                                          epochs: tuple[int, int] | None = None) -> Generator:
+                                          epochs: tuple[int, int] | None = None) -> Job:
         # RocketMQ reads the epochs when the job runs, however long ago the set was decided
         master_epoch, sss_epoch = epochs if epochs is not None else (self.master_epoch, self.sync_state_set_epoch)
-        body = {"syncStateSet": sorted(new_sss), "syncStateSetEpoch": sss_epoch}
-        header = {"brokerName": self.cfg.broker_name, "masterBrokerId": self.broker_controller_id,
-                  "masterEpoch": master_epoch}
+        body: SyncStateSetBody = {"syncStateSet": sorted(new_sss), "syncStateSetEpoch": sss_epoch}
+        header: AlterSyncStateSetRequestHeader = {"brokerName": self.cfg.broker_name,
+                                                  "masterBrokerId": self.broker_controller_id,
+                                                  "masterEpoch": master_epoch}
         resp = yield self._call(RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET, header, body)
-        self.node.observe("brk.alter", proposal=sorted(new_sss), masterEpoch=header["masterEpoch"],
-                          syncStateSetEpoch=body["syncStateSetEpoch"],
-                          code=None if resp is None else int(resp.code))
+        self.node.emit({"k": "brk.alter", "proposal": sorted(new_sss), "masterEpoch": header["masterEpoch"],
+                        "syncStateSetEpoch": body["syncStateSetEpoch"],
+                        "code": None if resp is None else int(resp.code)})
         if resp is not None and resp.code == ResponseCode.SUCCESS and resp.body is not None:
             yield from self._change_sync_state_set_locked(set(resp.body["syncStateSet"]),
                                                           resp.body["syncStateSetEpoch"])

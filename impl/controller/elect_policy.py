@@ -1,4 +1,4 @@
-"""DefaultElectPolicy, exactly (``C/elect/impl/DefaultElectPolicy.java``, digest §c).
+"""DefaultElectPolicy, exactly (``C/elect/impl/DefaultElectPolicy.java``).
 
 Rules:
 
@@ -12,7 +12,7 @@ Rules:
   ``HashSet<Long>`` order, i.e. ascending id for small ids: ties go to the smallest id.
 * Without a live-info getter: the first candidate in that order.
 
-The invariant this policy keeps is CTL-CLEAN-ELECTION (``impl/catalogue.py``).
+The invariant this policy keeps is CTL-CLEAN-ELECTION (``impl/invariants/``).
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ def compare_live_info(o1: BrokerLiveInfo, o2: BrokerLiveInfo) -> int:
 
 
 class ElectionFailed(Exception):
-    """A candidate passed the predicate but has no live info: RocketMQ's sort throws (digest §c)."""
+    """A candidate passed the predicate but has no live info: RocketMQ's sort throws (``DefaultElectPolicy.tryElect``:
+the comparator reads the missing ``BrokerLiveInfo``)."""
 
 
 class ElectPolicy:

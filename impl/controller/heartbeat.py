@@ -1,4 +1,4 @@
-"""DefaultBrokerHeartbeatManager (``C/impl/heartbeat/DefaultBrokerHeartbeatManager.java``, digest §d.1).
+"""DefaultBrokerHeartbeatManager (``C/impl/heartbeat/DefaultBrokerHeartbeatManager.java``).
 
 Rules:
 
@@ -21,26 +21,29 @@ Rules:
   and every listener told ``onBrokerInactive``. A channel close removes its entry at once and tells them.
   Both report the *entry's* brokerId (-1 for a null key), not the key's.
 
-Each controller node keeps its own table: it is not replicated (digest §a.5).
+Each controller node keeps its own table: it is not replicated (``ControllerManager`` builds one per process;
+only ``ReplicasInfoManager``'s events go through DLedger).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TypeVar
 
 from ..codes import INT_MAX
 from .elect_policy import BrokerLiveInfo
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_TIME = 10_000
 Identity = tuple[str, str, int | None]
+V = TypeVar("V")
 
 
 class NullBrokerIdError(Exception):
     """Java's NullPointerException from ``BrokerIdentityInfo.equals`` (``brokerId.equals(...)`` on a null id)."""
 
 
-def lookup(table: dict, key: Identity) -> Any:
+def lookup(table: Mapping[Identity, V], key: Identity) -> V | None:
     """``Map.get(new BrokerIdentityInfo(...))``: a key with a null id throws once an entry of the same hash (the
     same cluster, name and null id) is there to compare with."""
     entry = table.get(key)

@@ -1,7 +1,7 @@
 """The JRaft flavour of the controller (``[controller] controllerType = jRaft``, RocketMQ 5.2+).
 
 Everything that decides what a JRaft entry does when it applies lives here; ``node.py`` logs requests and routes
-results. Rules (digest §a.4 "JRaft", §b.4, §d.2; ``JRaftController``, ``JRaftControllerStateMachine``,
+results. Rules (``JRaftController``, ``JRaftControllerStateMachine``,
 ``RaftReplicasInfoManager``, ``RaftBrokerHeartBeatManager``):
 
 * **The request is the entry**, every kind: writes, reads, heartbeats, channel closes and the inactive scan

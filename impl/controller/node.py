@@ -1,6 +1,7 @@
 """The controller node: ``ControllerManager`` + ``DLedgerController`` + ``ControllerRequestProcessor``.
 
-Rules (digest §a.4, §b.0, §b.4, §b.9, §d):
+Rules (``ControllerManager``, ``DLedgerController.EventScheduler`` / ``appendToDLedgerAndWait``,
+``ControllerRequestProcessor``, ``DefaultBrokerHeartbeatManager``):
 
 * Requests other than heartbeats and metadata go through one serial ``EventScheduler``: it *validates*
   on the state it has applied (``ReplicasInfoManager``), appends the resulting events to the replicated
@@ -27,39 +28,28 @@ has applied, and it stops serving when a higher term deposes it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import bugs as B
 from ..codes import RequestCode, ResponseCode
 from ..config import ControllerConfig
+from ..observations import CtlApply, CtlReplay
 from ..rng import DetRng
-from ..runtime import Actor, Await, Command, Executor, Future, Periodic, response_to
+from ..runtime import Actor, Await, Command, Executor, Future, Job, Periodic, Steps, response_to
 from .elect_policy import ElectionFailed, ElectPolicy
 from .heartbeat import BrokerHeartbeatManager, Identity
 from .jraft import LIVENESS_OPS, RaftLiveTable, execute, load_state, request, serialize_state
+from .log import LogEntry
 from .raft import LEADER, RaftState, Replication
 from .replicas_info import ControllerResult, EventMessage, ReplicasInfoManager, RequestEntry
 
-_RAFT = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
-         RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply",
-         RequestCode.RAFT_INSTALL_SNAPSHOT: "on_install_snapshot"}
+_RAFT: dict[int, str] = {RequestCode.RAFT_VOTE: "on_vote", RequestCode.RAFT_VOTE_REPLY: "on_vote_reply",
+                         RequestCode.RAFT_APPEND: "on_append", RequestCode.RAFT_APPEND_REPLY: "on_append_reply",
+                         RequestCode.RAFT_INSTALL_SNAPSHOT: "on_install_snapshot"}
 WAIT_TIMEOUT_OUT = 5000  # ControllerRequestProcessor.WAIT_TIMEOUT_OUT (s -> ms)
 TRIGGER_WAIT = 3000  # ControllerManager.triggerElectMaster: future.get(3, SECONDS)
-
-
-@dataclass
-class LogEntry:
-    """One DLedger entry: an event (``None`` for an empty proposal) and how it was validated."""
-
-    index: int
-    event: EventMessage | None
-    ctx: dict[str, Any]
-    ready_at: int
-    committed: bool = False
-    future: Future = field(default_factory=Future)
-    term: int = 0  # the replicated group's term (``[cluster] controllers > 1``)
 
 
 @dataclass
@@ -123,8 +113,10 @@ class ControllerNode(Actor):
             if entry.committed:
                 self._apply(entry, replay=True)
                 replayed += 1
-        self.observe("ctl.replay", entries=replayed, state=self.rim.snapshot(),
-                     **({"snapshot": skip} if self.disk.snapshot is not None else {}))
+        replay: CtlReplay = {"k": "ctl.replay", "entries": replayed, "state": self.rim.snapshot()}
+        if self.disk.snapshot is not None:
+            replay["snapshot"] = skip
+        self.emit(replay)
         Periodic(self, "scanNotActiveBroker", 2000, self.cfg.scan_not_active_broker_interval,
                  self._jraft_scan if self.jraft else self._scan_not_active_broker)
         if self.repl is not None:  # a follower until an election says otherwise; uncommitted entries wait for one
@@ -143,7 +135,7 @@ class ControllerNode(Actor):
             return
         self.spawn("RoleChangeHandler", self._become_leader())
 
-    def _become_leader(self) -> Generator:
+    def _become_leader(self) -> Job:
         # RoleChangeHandler.handle(LEADER): an empty entry must commit before serving
         term = self.repl.state.term if self.repl is not None else None
         while True:
@@ -161,9 +153,9 @@ class ControllerNode(Actor):
         self.leader = True
         self.scheduler.start()  # startScheduling (requests queued before a stopScheduling run now)
         if self.repl is not None:
-            self.observe("ctl.leader", node=self.name, term=term)
+            self.emit({"k": "ctl.leader", "node": self.name, "term": self.repl.state.term})
         else:
-            self.observe("ctl.leader", node=self.name)
+            self.emit({"k": "ctl.leader", "node": self.name})
         interval = self.cfg.scan_inactive_master_interval
         self.scan_inactive_master = Periodic(self, "scanInactiveMaster", interval, interval,
                                              self._scan_inactive_master_and_trigger_reelect)
@@ -184,9 +176,9 @@ class ControllerNode(Actor):
         if self.jraft:  # JRaftController.isLeaderState is node.isLeader(): it serves at once, schedules nothing
             self.leader = True
             if self.repl is not None:
-                self.observe("ctl.leader", node=self.name, term=self.repl.state.term)
+                self.emit({"k": "ctl.leader", "node": self.name, "term": self.repl.state.term})
             else:
-                self.observe("ctl.leader", node=self.name)
+                self.emit({"k": "ctl.leader", "node": self.name})
             return
         self.spawn("RoleChangeHandler", self._become_leader())
 
@@ -203,7 +195,7 @@ class ControllerNode(Actor):
         if self.scan_inactive_master is not None:
             self.scan_inactive_master.cancel()
             self.scan_inactive_master = None
-        self.observe("ctl.follower", node=self.name)
+        self.emit({"k": "ctl.follower", "node": self.name})
 
     def _snapshot_tick(self) -> None:
         self.after(self.cfg.jraft_snapshot_interval_secs * 1000, self._snapshot_tick)
@@ -224,7 +216,7 @@ class ControllerNode(Actor):
             return
         entry.future.complete(value)
 
-    def _append(self, events: list[EventMessage | None], ctx: dict[str, Any]) -> list[LogEntry]:
+    def _append(self, events: list[EventMessage | RequestEntry | None], ctx: dict[str, Any]) -> list[LogEntry]:
         if self.repl is not None:
             extra = self.extra_commit_latency if self.now < self.extra_commit_until else 0
             out = []
@@ -269,9 +261,11 @@ class ControllerNode(Actor):
             return True
         before = self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None)
         self.rim.apply_event(entry.event)
-        extra = {"node": self.name, "term": entry.term} if self.repl is not None else {}
-        self.observe("ctl.apply", index=entry.index, event=entry.event.to_dict(), ctx=entry.ctx, before=before,
-                     after=self.rim.snapshot().get(getattr(entry.event, "broker_name", ""), None), **extra)
+        applied: CtlApply = {"k": "ctl.apply", "index": entry.index, "event": entry.event.to_dict(), "ctx": entry.ctx,
+                             "before": before, "after": self.rim.snapshot().get(entry.event.broker_name, None)}
+        if self.repl is not None:  # a replicated group: which node applied it, in which term
+            applied["node"], applied["term"] = self.name, entry.term
+        self.emit(applied)
         return True
 
     def _apply_request(self, entry: LogEntry, replay: bool) -> ControllerResult:
@@ -286,10 +280,10 @@ class ControllerNode(Actor):
             result = ControllerResult().fail(ResponseCode.CONTROLLER_JRAFT_INTERNAL_ERROR, "process event failed")
         if replay or req.op in LIVENESS_OPS:
             return result
-        extra = {"node": self.name, "term": entry.term} if self.repl is not None else {}
         event = result.events[0].to_dict() if result.events else None
-        if extra:  # CTL-APPLY-PREFIX: what every node computed at this index
-            self.observe("ctl.result", index=entry.index, op=req.op, code=int(result.code), event=event, **extra)
+        if self.repl is not None:  # CTL-APPLY-PREFIX: what every node computed at this index
+            self.emit({"k": "ctl.result", "index": entry.index, "op": req.op, "code": int(result.code), "event": event,
+                       "node": self.name, "term": entry.term})
         if event is not None:
             ctx = dict(entry.ctx, op=req.op, code=int(result.code), invokeTime=req.stamp, validatedAt=self.now)
             if req.op == "electMaster":  # who was alive at invokeTime (CTL-CLEAN-ELECTION reads it)
@@ -297,8 +291,11 @@ class ControllerNode(Actor):
                 replicas = self.rim.replica_info_table.get(name)
                 ctx["alive"] = {str(i): self.live.is_active(replicas.cluster_name, name, i, at)
                                 for i in sorted(replicas.broker_id_info)} if replicas else {}
-            self.observe("ctl.apply", index=entry.index, event=event, ctx=ctx, before=before,
-                         after=self.rim.snapshot().get(name, None), **extra)
+            applied: CtlApply = {"k": "ctl.apply", "index": entry.index, "event": event, "ctx": ctx, "before": before,
+                                 "after": self.rim.snapshot().get(name, None)}
+            if self.repl is not None:
+                applied["node"], applied["term"] = self.name, entry.term
+            self.emit(applied)
         return result
 
     def _jraft_propose(self, op: str, args: dict[str, Any], ctx: dict[str, Any] | None = None,
@@ -310,7 +307,7 @@ class ControllerNode(Actor):
             fut.complete(ControllerResult().fail(ResponseCode.CONTROLLER_NOT_LEADER,
                                                  "The controller is not in leader state"))
             return fut
-        entry = self._append([request(op, self.now if stamp is None else stamp, **args)],  # type: ignore[list-item]
+        entry = self._append([request(op, self.now if stamp is None else stamp, **args)],
                              dict(ctx or {}, op=op))[-1]
         return entry.future
 
@@ -334,7 +331,7 @@ class ControllerNode(Actor):
         return fut
 
     def _run_event(self, name: str, supplier: Callable[[], ControllerResult], is_write: bool,
-                   ctx: dict[str, Any], fut: Future) -> Generator:
+                   ctx: dict[str, Any], fut: Future) -> Job:
         if B.FIX_VALIDATE_AFTER_COMMIT in self.bugs:
             while self.disk.entries and (not self.disk.entries[-1].committed
                                          or (self.repl is not None and self.applied < self.repl.commit)):
@@ -342,12 +339,12 @@ class ControllerNode(Actor):
                 if not ok and self.repl is not None and self.repl.role != LEADER:
                     break  # deposed: the request fails below (appendEvent on a non-leader)
         if self.repl is not None:  # what the state it validates on lacks (CTL-READ-COMMITTED)
-            self.observe("ctl.validate", op=name, applied=self.applied, commit=self.repl.commit,
-                         term=self.repl.state.term)
+            self.emit({"k": "ctl.validate", "op": name, "applied": self.applied, "commit": self.repl.commit,
+                       "term": self.repl.state.term})
         try:
             result = supplier()
         except ElectionFailed as exc:  # handler.handleException: the future fails
-            self.observe("ctl.error", op=name, error=str(exc))
+            self.emit({"k": "ctl.error", "op": name, "error": str(exc)})
             fut.cancel()
             return
         ok = True
@@ -361,18 +358,21 @@ class ControllerNode(Actor):
         if ok:
             fut.complete(result)
         else:
-            self.observe("ctl.append-timeout", op=name)
+            self.emit({"k": "ctl.append-timeout", "op": name})
             fut.cancel()
 
-    def _append_wait(self, future: Future) -> Generator:
+    def _append_wait(self, future: Future) -> Steps[bool]:
         """``appendToDLedgerAndWait``'s ``get(5 s)``: true on any normal completion (the response code is not read),
         false on a timeout or, in a group, when ``stopScheduling`` interrupts it."""
+        ok: bool
         if self.repl is None:
-            return (yield Await(future, self.cfg.append_wait_timeout))
+            ok = yield Await(future, self.cfg.append_wait_timeout)
+            return ok
         wait = self._scheduler_wait = Future()
         future.add_done_callback(wait.complete)
         try:
-            return (yield Await(wait, self.cfg.append_wait_timeout))
+            ok = yield Await(wait, self.cfg.append_wait_timeout)
+            return ok
         finally:
             if self._scheduler_wait is wait:
                 self._scheduler_wait = None
@@ -414,7 +414,7 @@ class ControllerNode(Actor):
         fut = self._jraft_request(src, cmd) if self.jraft else handler(src, cmd)
         self.spawn(f"processor-{cmd.opaque}", self._process(src, cmd, fut))
 
-    def _process(self, src: str, cmd: Command, fut: Future) -> Generator:
+    def _process(self, src: str, cmd: Command, fut: Future) -> Job:
         result: ControllerResult | None = yield Await(fut, WAIT_TIMEOUT_OUT)
         if result is None:
             self.send(src, response_to(cmd, ResponseCode.SYSTEM_ERROR, remark="controller request failed"))
@@ -570,16 +570,17 @@ class ControllerNode(Actor):
         """``BrokerHousekeepingService.onChannelClose`` / ``onChannelIdle`` -> ``onBrokerChannelClose(channel)``."""
         chan = peer if channel is None else channel
         if self.jraft:
-            ident = self.channels.get(chan)
-            if ident is None:
+            found = self.channels.get(chan)
+            if found is None:
                 return
-            fut = self._jraft_propose("closeChannel", {"clusterName": ident[0], "brokerName": ident[1],
-                                                       "brokerId": ident[2]})
+            known = found
+            fut = self._jraft_propose("closeChannel", {"clusterName": known[0], "brokerName": known[1],
+                                                       "brokerId": known[2]})
 
             def closed(result: ControllerResult | None) -> None:  # onBrokerChannelClose: SUCCESS, then inactive
                 if result is not None and result.code == ResponseCode.SUCCESS:
                     self.channels.pop(chan, None)
-                    self.on_broker_inactive(*ident)
+                    self.on_broker_inactive(*known)
 
             fut.add_done_callback(closed)
             return
@@ -587,13 +588,13 @@ class ControllerNode(Actor):
         if ident is not None:
             self.on_broker_inactive(*ident)
 
-    def _scan_not_active_broker(self) -> Generator:
+    def _scan_not_active_broker(self) -> Job:
         for ident in self.heartbeats.scan_not_active_broker(self.now):
             self.on_broker_inactive(*ident)
         return
         yield  # pragma: no cover - makes this a generator
 
-    def _jraft_scan(self) -> Generator:
+    def _jraft_scan(self) -> Job:
         """``RaftBrokerHeartBeatManager.scanNotActiveBroker``: a CHECK_NOT_ACTIVE_BROKER_REQUEST entry."""
         if not self.leader:
             return
@@ -609,7 +610,7 @@ class ControllerNode(Actor):
                     break
             self.on_broker_inactive(cluster, name, bid)
 
-    def _scan_inactive_master_and_trigger_reelect(self) -> Generator:
+    def _scan_inactive_master_and_trigger_reelect(self) -> Job:
         if self.leader:
             for name in self.rim.scan_need_reelect_broker_sets(self._alive):
                 self.on_broker_inactive(None, name, None)
@@ -620,7 +621,7 @@ class ControllerNode(Actor):
         """``ControllerManager.onBrokerInactive``."""
         if not self.leader:
             return
-        self.observe("ctl.inactive", brokerName=broker_name, brokerId=broker_id)
+        self.emit({"k": "ctl.inactive", "brokerName": broker_name, "brokerId": broker_id})
         if broker_id is None:
             self.spawn("triggerElectMaster", self._trigger_elect_master(broker_name))
             return
@@ -636,7 +637,7 @@ class ControllerNode(Actor):
 
         fut.add_done_callback(done)
 
-    def _trigger_elect_master(self, broker_name: str) -> Generator:
+    def _trigger_elect_master(self, broker_name: str) -> Job:
         for _ in range(self.cfg.elect_master_max_retry_count):
             fut = self.elect_master(broker_name, -1, False, "")
             result: ControllerResult | None = yield Await(fut, TRIGGER_WAIT)

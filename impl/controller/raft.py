@@ -27,7 +27,7 @@ Everything that decides who leads, what is committed and what is applied lives h
   keeps its log after it if its entry at the snapshot's last index has the snapshot's term, else starts its log
   there (``setSnapshot``: ``truncatePrefix`` / ``reset``).
 
-The invariants this keeps are CTL-ONE-LEADER-PER-TERM and CTL-APPLY-PREFIX (``impl/catalogue.py``); the
+The invariants this keeps are CTL-ONE-LEADER-PER-TERM and CTL-APPLY-PREFIX (``impl/invariants/``); the
 controller's request handling on top of it is ``impl/controller/node.py``.
 """
 
@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 from .. import bugs as B
 from ..codes import RequestCode
 from ..runtime import Command, Future
-from .replicas_info import event_from_dict
+from .log import LogEntry
+from .replicas_info import entry_from_dict
 
 if TYPE_CHECKING:
-    from .node import ControllerNode, LogEntry
+    from .node import ControllerNode
 
 ELECTION_MIN = 1500  # DLedgerConfig: heartbeat interval x (maxHeartBeatLeak + 1), with random back-off
 ELECTION_MAX = 3000
@@ -72,7 +73,7 @@ class Replication:
         self.node = node
         self.peers = [p for p in peers if p != node.name]
         self.quorum = len(peers) // 2 + 1
-        self.state: RaftState = node.disk.raft  # type: ignore[attr-defined]
+        self.state: RaftState = node.disk.raft
         self.role = FOLLOWER
         self.leader_id: str | None = None
         self.commit = 0  # entries known committed
@@ -153,7 +154,7 @@ class Replication:
         self.votes = {self.node.name}
         self.leader_id = None
         last_index, last_term = self._last()
-        self.node.observe("ctl.candidate", term=self.state.term)
+        self.node.emit({"k": "ctl.candidate", "term": self.state.term})
         for p in self.peers:
             self._send(p, RequestCode.RAFT_VOTE, {"lastIndex": last_index, "lastTerm": last_term})
         self._reset_election()
@@ -190,7 +191,7 @@ class Replication:
         self.match = {p: 0 for p in self.peers}
         self.last_ack = {}
         self.leader_since = self.node.now
-        self.node.observe("ctl.elected", term=self.state.term)
+        self.node.emit({"k": "ctl.elected", "term": self.state.term})
         self._heartbeat()
         self._on_leader()
         self._complete_other_terms()
@@ -202,8 +203,8 @@ class Replication:
         stale = {t: futures for t, futures in self.pending.items() if t != self.state.term}
         for t, futures in sorted(stale.items()):
             del self.pending[t]
-            self.node.observe("ctl.term-changed", node=self.node.name, term=self.state.term, oldTerm=t,
-                              indexes=sorted(futures))
+            self.node.emit({"k": "ctl.term-changed", "node": self.node.name, "term": self.state.term, "oldTerm": t,
+                            "indexes": sorted(futures)})
             for index in sorted(futures):
                 futures[index].complete(TERM_CHANGED)
 
@@ -233,7 +234,7 @@ class Replication:
         window = MAX_HEARTBEAT_LEAK * HEARTBEAT
         acked = 1 + sum(1 for p in self.peers if self.last_ack.get(p, -1) >= self.node.now - window)
         if acked < self.quorum and self.node.now - self.leader_since > window:
-            self.node.observe("ctl.step-down", term=self.state.term)
+            self.node.emit({"k": "ctl.step-down", "term": self.state.term})
             self._become_follower(self.state.term, None)
             return
         for p in self.peers:
@@ -266,8 +267,6 @@ class Replication:
             hint = len(entries) if prev > len(entries) else prev - 1  # where the leader should push from
             self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": False, "match": hint})
             return
-        from .node import LogEntry  # the node module owns the entry type
-
         for i, (eterm, event, ctx) in enumerate(body["entries"]):
             idx = prev + i
             if idx < first:
@@ -277,7 +276,7 @@ class Replication:
                     continue
                 assert idx >= self.commit, "a committed entry conflicts"
                 del entries[idx:]
-            entries.append(LogEntry(idx, None if event is None else event_from_dict(event), ctx, 0, term=eterm))
+            entries.append(LogEntry(idx, None if event is None else entry_from_dict(event), ctx, 0, term=eterm))
         match = prev + len(body["entries"])
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": match})
         new_commit = min(body["commit"], match)
@@ -294,12 +293,10 @@ class Replication:
         previous = disk.snapshot_index
         disk.snapshot, disk.snapshot_index, disk.snapshot_term = data, applied, self.entries[applied - 1].term
         self._compact(previous)
-        self.node.observe("ctl.snapshot", node=self.node.name, index=applied, firstIndex=disk.first_index)
+        self.node.emit({"k": "ctl.snapshot", "node": self.node.name, "index": applied, "firstIndex": disk.first_index})
 
     def _compact(self, upto: int) -> None:
         """Drop the entries below ``upto``: their slots keep only the term (nothing reads the rest again)."""
-        from .node import LogEntry  # the node module owns the entry type
-
         disk = self.node.disk
         for pos in range(disk.first_index, upto):
             old = self.entries[pos]
@@ -325,8 +322,6 @@ class Replication:
         index, last_term = body["index"], body["lastTerm"]
         disk = self.node.disk
         if index > self.node.applied:
-            from .node import LogEntry  # the node module owns the entry type
-
             data = bytes.fromhex(body["data"])
             self.node.install_snapshot(data, index)
             keep = index <= len(self.entries) and self.entries[index - 1].term == last_term
@@ -341,7 +336,7 @@ class Replication:
                 self._compact(index)
             if index > self.commit:
                 self._mark_committed(index)
-            self.node.observe("ctl.install-snapshot", node=self.node.name, index=index, kept=keep)
+            self.node.emit({"k": "ctl.install-snapshot", "node": self.node.name, "index": index, "kept": keep})
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": index})
 
     def on_append_reply(self, src: str, term: int, body: dict[str, Any]) -> None:

@@ -2,7 +2,8 @@
 
 Everything that decides a controller answer or changes controller state lives here.
 
-Rules (digest §a, §b; check order is RocketMQ's and decides the response code):
+Rules (``ReplicasInfoManager``'s operations and ``applyEvent``; check order is RocketMQ's and decides the response
+code):
 
 * State per broker set: ``BrokerReplicaInfo`` (ids, addresses, check codes, ``nextAssignBrokerId``) and
   ``SyncStateInfo`` (masterEpoch mE, syncStateSetEpoch sE, SyncStateSet SSS, master). A set *exists* only
@@ -20,23 +21,33 @@ Rules (digest §a, §b; check order is RocketMQ's and decides the response code)
 
 Theory of operation: the controller node (``node.py``) owns one ``ReplicasInfoManager`` per replica of the
 event log. It calls an operation, appends the returned events to its log, and calls ``apply_event`` for
-each entry in log order. Invariants over this state (CTL-*) are in ``impl/catalogue.py``.
+each entry in log order. Invariants over this state (CTL-*) are in ``impl/invariants/controller.py``.
 """
 
 from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .. import bugs as B
 from ..codes import FIRST_BROKER_CONTROLLER_ID, ResponseCode
+from ..wire import (
+    AlterSyncStateSetRecord,
+    ApplyBrokerIdRecord,
+    CleanBrokerDataRecord,
+    ElectMasterRecord,
+    RequestRecord,
+    UpdateBrokerAddressRecord,
+)
 from .elect_policy import ElectPolicy
 
 AlivePredicate = Callable[[str, str, int], bool]
 """``BrokerValidPredicate.check(clusterName, brokerName, brokerId)``."""
+
+T = TypeVar("T")
 
 
 # --------------------------------------------------------------------------------------------- state
@@ -118,7 +129,7 @@ class AlterSyncStateSetEvent:
     new_sync_state_set: frozenset[int]
     type_id = 1
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AlterSyncStateSetRecord:
         return {"type": "AlterSyncStateSet", "brokerName": self.broker_name,
                 "newSyncStateSet": sorted(self.new_sync_state_set)}
 
@@ -132,7 +143,7 @@ class ApplyBrokerIdEvent:
     register_check_code: str
     type_id = 2
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ApplyBrokerIdRecord:
         return {"type": "ApplyBrokerId", "clusterName": self.cluster_name, "brokerName": self.broker_name,
                 "brokerAddress": self.broker_address, "newBrokerId": self.new_broker_id,
                 "registerCheckCode": self.register_check_code}
@@ -145,7 +156,7 @@ class ElectMasterEvent:
     new_master_broker_id: int | None = None
     type_id = 3
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ElectMasterRecord:
         return {"type": "ElectMaster", "newMasterElected": self.new_master_elected,
                 "brokerName": self.broker_name, "newMasterBrokerId": self.new_master_broker_id}
 
@@ -156,7 +167,7 @@ class CleanBrokerDataEvent:
     broker_id_set_to_clean: frozenset[int] | None
     type_id = 5
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> CleanBrokerDataRecord:
         ids = None if self.broker_id_set_to_clean is None else sorted(self.broker_id_set_to_clean)
         return {"type": "CleanBrokerData", "brokerName": self.broker_name, "brokerIdSetToClean": ids}
 
@@ -169,7 +180,7 @@ class UpdateBrokerAddressEvent:
     broker_id: int
     type_id = 6
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> UpdateBrokerAddressRecord:
         return {"type": "UpdateBrokerAddress", "clusterName": self.cluster_name, "brokerName": self.broker_name,
                 "brokerAddress": self.broker_address, "brokerId": self.broker_id}
 
@@ -193,12 +204,12 @@ class RequestEntry:
     def broker_name(self) -> str:
         return str(dict(self.args).get("brokerName", ""))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> RequestRecord:
         return {"type": "Request", "op": self.op, "args": dict(self.args), "stamp": self.stamp}
 
 
 def event_from_dict(d: dict[str, Any]) -> EventMessage:
-    """Inverse of ``to_dict`` (used when a trace or a TLC counterexample is replayed)."""
+    """Inverse of ``to_dict`` (used when a trace or a TLC counterexample is replayed, or a real controller's log)."""
     t = d["type"]
     if t == "AlterSyncStateSet":
         return AlterSyncStateSetEvent(d["brokerName"], frozenset(d["newSyncStateSet"]))
@@ -212,9 +223,14 @@ def event_from_dict(d: dict[str, Any]) -> EventMessage:
         return CleanBrokerDataEvent(d["brokerName"], None if ids is None else frozenset(ids))
     if t == "UpdateBrokerAddress":
         return UpdateBrokerAddressEvent(d["clusterName"], d["brokerName"], d["brokerAddress"], d["brokerId"])
-    if t == "Request":
-        return RequestEntry(d["op"], tuple(sorted(d["args"].items())), d["stamp"])  # type: ignore[return-value]
     raise ValueError(f"unknown controller event type {t!r}")
+
+
+def entry_from_dict(d: dict[str, Any]) -> EventMessage | RequestEntry:
+    """A replicated log entry's payload from its ``to_dict``: an event (DLedger), or a request (JRaft)."""
+    if d["type"] == "Request":
+        return RequestEntry(d["op"], tuple(sorted(d["args"].items())), d["stamp"])
+    return event_from_dict(d)
 
 
 @dataclass
@@ -260,10 +276,10 @@ class ReplicasInfoManager:
 
     # -------------------------------------------------------------------------------- operations
 
-    def alter_sync_state_set(self, broker_name: str, master_broker_id: int | None, master_epoch: int,
-                             new_sync_state_set: Iterable[int], sync_state_set_epoch: int,
+    def alter_sync_state_set(self, broker_name: str, master_broker_id: int | None, master_epoch: int | None,
+                             new_sync_state_set: Iterable[int], sync_state_set_epoch: int | None,
                              alive: AlivePredicate) -> ControllerResult:
-        """``alterSyncStateSet``: checks 1-7 of digest §b.5, in order."""
+        """``alterSyncStateSet``: its checks 1-7, in RocketMQ's order (the module's rules)."""
         result = ControllerResult()
         if not self.is_contains_broker(broker_name):
             return result.fail(ResponseCode.CONTROLLER_ALTER_SYNC_STATE_SET_FAILED, "Broker metadata is not existed")
@@ -306,7 +322,7 @@ class ReplicasInfoManager:
 
     def elect_master(self, broker_name: str, broker_id: int | None, designate_elect: bool,
                      policy: ElectPolicy, cluster_name: str = "") -> ControllerResult:
-        """``electMaster``: digest §b.4 steps 1-8."""
+        """``electMaster``: RocketMQ's steps in order (first election, policy, unchanged master, event)."""
         result = ControllerResult()
         if not self.is_contains_broker(broker_name):
             return result.fail(ResponseCode.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, "Broker hasn't been registered")
@@ -386,7 +402,8 @@ class ReplicasInfoManager:
                                f"BrokerId: {broker_id} hasn't been registered in broker-set: {broker_name}")
         result.header.update({"masterBrokerId": None, "masterAddress": None, "masterEpoch": None,
                               "syncStateSetEpoch": None})
-        if info.is_master_exist() and alive(cluster_name, broker_name, info.master_broker_id):  # type: ignore[arg-type]
+        # is_master_exist(): master_broker_id is not None
+        if info.is_master_exist() and alive(cluster_name, broker_name, info.master_broker_id):  # type: ignore[arg-type]  # see above
             result.header.update({"masterBrokerId": info.master_broker_id,
                                   "masterAddress": replicas.broker_address(info.master_broker_id),
                                   "masterEpoch": info.master_epoch, "syncStateSetEpoch": info.sync_state_set_epoch})
@@ -416,7 +433,8 @@ class ReplicasInfoManager:
                 continue
             info = self.sync_state_set_info_table[name]
             replicas = self.replica_info_table[name]
-            in_sync, not_in_sync = [], []
+            in_sync: list[dict[str, Any]] = []
+            not_in_sync: list[dict[str, Any]] = []
             for bid, addr in replicas.broker_id_table().items():
                 ident = {"brokerName": name, "brokerId": bid, "brokerAddress": addr,
                          "alive": alive(replicas.cluster_name, name, bid)}
@@ -440,7 +458,7 @@ class ReplicasInfoManager:
                                    f"Broker {broker_name} is still alive, clean up failure")
             if not blank:
                 try:
-                    id_set = frozenset(int(s) for s in ids_to_clean.split(";"))  # type: ignore[union-attr]
+                    id_set = frozenset(int(s) for s in ids_to_clean.split(";"))  # type: ignore[union-attr]  # not blank
                 except ValueError as exc:
                     return result.fail(ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                                        f"Please set the option <brokerControllerIdsToClean> according to the "
@@ -491,7 +509,7 @@ class ReplicasInfoManager:
                 info = self.sync_state_set_info_table[event.broker_name]
                 if event.new_master_elected:
                     info.update_master_info(event.new_master_broker_id)
-                    info.update_sync_state_set_info({event.new_master_broker_id})  # type: ignore[arg-type]
+                    info.update_sync_state_set_info({event.new_master_broker_id})  # type: ignore[arg-type]  # elected: set
                 else:
                     info.update_master_info(None)
         elif isinstance(event, CleanBrokerDataEvent):
@@ -512,10 +530,10 @@ class ReplicasInfoManager:
             if not info.sync_state_set:
                 del self.sync_state_set_info_table[event.broker_name]
         elif isinstance(event, UpdateBrokerAddressEvent):
-            replicas = self.replica_info_table.get(event.broker_name)
-            if replicas is None:  # RocketMQ would throw an NPE here (digest §a.3); the entry is dropped
+            known = self.replica_info_table.get(event.broker_name)
+            if known is None:  # RocketMQ throws an NPE here (handleUpdateBrokerAddress); the entry is dropped
                 return
-            replicas.update_broker_address(event.broker_id, event.broker_address)
+            known.update_broker_address(event.broker_id, event.broker_address)
         else:  # pragma: no cover
             raise TypeError(f"not a controller event: {event!r}")
 
@@ -529,12 +547,8 @@ class ReplicasInfoManager:
         RocketMQ has Hessian), and the sets go in name order (RocketMQ: HashMap order), so equal states give equal
         bytes."""
         out = bytearray()
-        for table, encode in ((self.replica_info_table, _replica_info_json),
-                              (self.sync_state_set_info_table, _sync_state_info_json)):
-            out += struct.pack(">i", len(table))
-            for name in sorted(table):
-                put_sized(out, name.encode())
-                put_sized(out, _canonical(encode(table[name])))
+        _put_table(out, self.replica_info_table, _replica_info_json)
+        _put_table(out, self.sync_state_set_info_table, _sync_state_info_json)
         return bytes(out)
 
     def deserialize_from(self, data: bytes) -> None:
@@ -599,6 +613,14 @@ def _sync_state_info_json(i: SyncStateInfo) -> dict[str, Any]:
     return {"clusterName": i.cluster_name, "brokerName": i.broker_name, "masterEpoch": i.master_epoch,
             "syncStateSetEpoch": i.sync_state_set_epoch, "syncStateSet": sorted(i.sync_state_set),
             "masterBrokerId": i.master_broker_id}
+
+
+def _put_table(out: bytearray, table: Mapping[str, T], encode: Callable[[T], dict[str, Any]]) -> None:
+    """One table of ``serialize``: its size, then per set (in name order) the sized name and the sized value."""
+    out += struct.pack(">i", len(table))
+    for name in sorted(table):
+        put_sized(out, name.encode())
+        put_sized(out, _canonical(encode(table[name])))
 
 
 def _canonical(value: Any) -> bytes:

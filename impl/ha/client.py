@@ -1,4 +1,5 @@
-"""AutoSwitchHAClient: the slave's end of the HA stream (digest §g.1, §g.3, §g.4).
+"""AutoSwitchHAClient: the slave's end of the HA stream (``S/ha/autoswitch/AutoSwitchHAClient.java``: its
+``HAClientReader`` and ``doTruncate``; the frames are ``frames.py``).
 
 Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
 
@@ -19,7 +20,7 @@ Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
   connection, goes to READY and waits 5 s.
 * No master epoch is ever checked: a slave follows whatever master its HA address names (L-6).
 
-The invariants it keeps are HA-CONTIGUOUS, HA-TRUNCATE-PREFIX and HA-LOG-MATCHING (``impl/catalogue.py``).
+The invariants it keeps are HA-CONTIGUOUS, HA-TRUNCATE-PREFIX and HA-LOG-MATCHING (``impl/invariants/``).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ class AutoSwitchHAClient:
             if now - self.last_write_timestamp > cfg.ha_send_heartbeat_interval:
                 self._report(self.current_reported_offset)
             if now - self.last_read_timestamp > cfg.ha_housekeeping_interval:
-                self.host.observe("ha.client-housekeeping", idle=now - self.last_read_timestamp)
+                self.host.emit({"k": "ha.client-housekeeping", "idle": now - self.last_read_timestamp})
                 self.close_master()
                 self._schedule(0)
                 return
@@ -156,7 +157,7 @@ class AutoSwitchHAClient:
             self.decoder = F.MasterFrameDecoder()
 
     def close_master_and_wait(self, reason: str) -> None:
-        self.host.observe("ha.client-close", reason=reason)
+        self.host.emit({"k": "ha.client-close", "reason": reason})
         self.close_master()
         self._schedule(RETRY_WAIT)
 
@@ -165,7 +166,7 @@ class AutoSwitchHAClient:
         if self.conn is not None:
             self.conn = None
             self.state = READY if self.state != SHUTDOWN else SHUTDOWN
-            self.host.observe("ha.client-close", reason="connection closed")
+            self.host.emit({"k": "ha.client-close", "reason": "connection closed"})
             self._schedule(RETRY_WAIT)
 
     # ------------------------------------------------------------------------------------ writing
@@ -198,7 +199,7 @@ class AutoSwitchHAClient:
         try:
             frames = self.decoder.feed(data)
         except F.FrameError as exc:
-            self.host.observe("ha.frame-error", side="slave", error=str(exc))
+            self.host.emit({"k": "ha.frame-error", "side": "slave", "error": str(exc)})
             self.close_master_and_wait("bad frame: " + str(exc))
             return
         for frame in frames:
@@ -240,18 +241,18 @@ class AutoSwitchHAClient:
             point = local_cache.find_consistent_point(master_cache,
                                                       larger_end=B.CONSISTENT_POINT_USES_MAX in self.service.bugs)
             if point < 0:
-                self.host.observe("ha.no-consistent-point", master=[list(e) for e in frame.entries],
-                                  local=[e.to_list() for e in cache.all_entries()])
+                self.host.emit({"k": "ha.no-consistent-point", "master": [list(e) for e in frame.entries],
+                                "local": [e.to_list() for e in cache.all_entries()]})
                 return False
             before = store.max_phy_offset
             if not store.truncate_files(point):
-                self.host.observe("ha.truncate-unaligned", point=point)
+                self.host.emit({"k": "ha.truncate-unaligned", "point": point})
                 return False
             cache.truncate_suffix_by_offset(point)
             self.state = TRANSFER
             self.current_reported_offset = point
-            self.host.observe("ha.truncate", point=point, before=before, masterMax=frame.max_offset,
-                              master=[list(e) for e in frame.entries])
+            self.host.emit({"k": "ha.truncate", "point": point, "before": before, "masterMax": frame.max_offset,
+                            "master": [list(e) for e in frame.entries]})
         self.host.observe_handshake_done(self, frame, point)
         self._report_slave_max_offset()
         self._schedule(SELECT_WAIT)
@@ -270,8 +271,8 @@ class AutoSwitchHAClient:
             replaced = self.service.empty_last_epoch(entry)
             appended = self.service.epoch_cache.append_entry(entry, replace_empty=replaced is not None)
             if appended and replaced is not None:
-                self.host.observe("ha.epoch-append", epoch=entry.epoch, start=entry.start_offset, ok=True,
-                                  path="AutoSwitchHAClient", replaced=replaced)
+                self.host.emit({"k": "ha.epoch-append", "epoch": entry.epoch, "start": entry.start_offset, "ok": True,
+                                "path": "AutoSwitchHAClient", "replaced": replaced})
         if frame.body:
             self.host.observe_slave_append(frame.offset, len(frame.body))
             store.commitlog.append_data(frame.body)

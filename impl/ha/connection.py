@@ -1,4 +1,5 @@
-"""AutoSwitchHAConnection: the master's end of one slave's HA stream (digest §g.2, §g.5, §e.6).
+"""AutoSwitchHAConnection: the master's end of one slave's HA stream (``S/ha/autoswitch/AutoSwitchHAConnection.java``:
+``HAServerReader``, ``transferToSlave``, ``changeTransferEpochToNext``).
 
 Rules:
 
@@ -24,7 +25,7 @@ Rules:
   epoch's end, stalls the connection) are closed by ``fix-transfer-checks-log-end``: the connection closes
   instead, and the re-read ignores the end of an entry that is still the last.
 
-The invariants it keeps are HA-EPOCH-BOUNDARY and SYNC-EXPAND-SAFE (``impl/catalogue.py``).
+The invariants it keeps are HA-EPOCH-BOUNDARY and SYNC-EXPAND-SAFE (``impl/invariants/``).
 """
 
 from __future__ import annotations
@@ -76,7 +77,8 @@ class AutoSwitchHAConnection:
         try:
             frames = self.decoder.feed(data)
         except F.FrameError as exc:
-            self.host.observe("ha.frame-error", side="master", conn=self.conn, peer=self.peer, error=str(exc))
+            self.host.emit({"k": "ha.frame-error", "side": "master", "conn": self.conn, "peer": self.peer,
+                            "error": str(exc)})
             self.close("processReadEvent error")
             return
         for frame in frames:
@@ -149,7 +151,8 @@ class AutoSwitchHAConnection:
                 self.next_transfer_from_where = self.slave_request_offset
             entry = self.service.epoch_cache.find_epoch_entry_by_offset(self.next_transfer_from_where)
             if entry is None:  # "Failed to find an epochEntry to match nextTransferFromWhere"
-                self.host.observe("ha.no-epoch-for-offset", conn=self.conn, offset=self.next_transfer_from_where)
+                self.host.emit({"k": "ha.no-epoch-for-offset", "conn": self.conn,
+                                "offset": self.next_transfer_from_where})
                 self._send_heartbeat_if_needed()
                 self.next_transfer_from_where = -1
                 self.host.after(500, self.kick)
@@ -173,8 +176,8 @@ class AutoSwitchHAConnection:
         cache = self.service.epoch_cache
         entry = cache.get_entry(self.current_transfer_epoch)
         if entry is None:
-            self.host.observe("ha.no-epoch-entry", conn=self.conn, epoch=self.current_transfer_epoch,
-                              bodySize=body_size)
+            self.host.emit({"k": "ha.no-epoch-entry", "conn": self.conn, "epoch": self.current_transfer_epoch,
+                            "bodySize": body_size})
             if body_size > 0:
                 return None
             entry = cache.first_entry()
@@ -235,7 +238,7 @@ class AutoSwitchHAConnection:
         if crosses and B.TRANSFER_CROSSES_EPOCH not in bugs:
             nxt = self.service.epoch_cache.next_entry(self.current_transfer_epoch)
             if nxt is None:  # "Can't find a bigger epochEntry than epoch"
-                self.host.observe("ha.no-next-epoch", conn=self.conn, epoch=self.current_transfer_epoch)
+                self.host.emit({"k": "ha.no-next-epoch", "conn": self.conn, "epoch": self.current_transfer_epoch})
                 self.host.after(100, self.kick)
                 return False
             size = end - self.next_transfer_from_where
@@ -287,7 +290,8 @@ class AutoSwitchHAConnection:
             return
         self.closed = True
         self.state = HAConnectionState.SHUTDOWN
-        self.host.observe("ha.conn-closed", conn=self.conn, peer=self.peer, slaveId=self.slave_id, reason=reason)
+        self.host.emit({"k": "ha.conn-closed", "conn": self.conn, "peer": self.peer, "slaveId": self.slave_id,
+                        "reason": reason})
         self.host.ha_close(self.conn)
         self.service.remove_connection(self)
         self.service.remove_connection(self)

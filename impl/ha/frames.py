@@ -1,4 +1,5 @@
-"""AutoSwitchHA wire frames, byte for byte (digest §g.4). All integers are big-endian.
+"""AutoSwitchHA wire frames, byte for byte (``AutoSwitchHAClient`` / ``AutoSwitchHAConnection``: the handshake,
+transfer and report headers they read and write). All integers are big-endian.
 
 Slave -> master:
     HANDSHAKE  16 B  state=1:i32  isSyncFromLastFile:i16  isAsyncLearner:i16  slaveBrokerId:i64
@@ -151,7 +152,8 @@ class MasterFrameDecoder:
         state, body_size, offset, _ = _M_HANDSHAKE.unpack_from(self.buf, 0)
         if state != TRANSFER or len(self.buf) >= MASTER_TRANSFER_SIZE + body_size:
             return None
-        return offset + body_size
+        end: int = offset + body_size
+        return end
 
     def feed(self, data: bytes) -> list[MasterFrame]:
         self.buf += data
@@ -167,7 +169,7 @@ class MasterFrameDecoder:
                     break
                 entries = tuple(_ENTRY.unpack_from(self.buf, MASTER_HANDSHAKE_SIZE + i * EPOCH_ENTRY_SIZE)
                                 for i in range(body_size // EPOCH_ENTRY_SIZE))
-                out.append(MasterHandshake(offset, epoch, entries))  # type: ignore[arg-type]
+                out.append(MasterHandshake(offset, epoch, entries))
                 del self.buf[:MASTER_HANDSHAKE_SIZE + body_size]
             elif state == TRANSFER:
                 if len(self.buf) < MASTER_TRANSFER_SIZE + body_size:

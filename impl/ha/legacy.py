@@ -15,7 +15,8 @@ Rules:
   for up to ``syncFlushTimeout`` (5 s), else FLUSH_SLAVE_TIMEOUT; if not, SLAVE_NOT_AVAILABLE. The message
   stays written either way. ASYNC_MASTER: PUT_OK after the local write.
 
-5.x difference (digest §h, §j): today ``handleHA`` acks at once unless ``inSyncReplicas >= 2`` and never
+5.x difference (``CommitLog.handleHA`` and ``GroupTransferService`` in 5.x): today ``handleHA`` acks at once
+unless ``inSyncReplicas >= 2`` and never
 returns SLAVE_NOT_AVAILABLE; the kit's legacy mode follows the 4.x behaviour the seeds describe.
 """
 
@@ -102,7 +103,7 @@ class LegacyConnection:
         try:
             reports = self.decoder.feed(data)
         except LegacyFrameError as exc:
-            self.host.observe("ha.frame-error", side="master", error=str(exc))
+            self.host.emit({"k": "ha.frame-error", "side": "master", "error": str(exc)})
             self.close("bad report")
             return
         for off in reports:
@@ -157,7 +158,7 @@ class LegacyConnection:
     def close(self, reason: str) -> None:
         if not self.closed:
             self.closed = True
-            self.host.observe("ha.conn-closed", conn=self.conn, peer=self.peer, reason=reason)
+            self.host.emit({"k": "ha.conn-closed", "conn": self.conn, "peer": self.peer, "reason": reason})
             self.host.ha_close(self.conn)
             self.host.remove_connection(self)
 
@@ -234,7 +235,7 @@ class LegacyClient:
                 self._close(f"master pushed offset {off} but slave max is {store.max_phy_offset}")
                 return
             if body:
-                self.host.observe("ha.slave-append", offset=off, size=len(body), max=store.max_phy_offset)
+                self.host.emit({"k": "ha.slave-append", "offset": off, "size": len(body), "max": store.max_phy_offset})
                 store.commitlog.append_data(body)
                 self.host.on_slave_appended()
         if store.max_phy_offset > self.reported:
@@ -242,7 +243,7 @@ class LegacyClient:
 
     def _close(self, reason: str) -> None:
         if self.conn is not None:
-            self.host.observe("ha.client-close", reason=reason)
+            self.host.emit({"k": "ha.client-close", "reason": reason})
             self.host.ha_close(self.conn)
             self.conn = None
         self._schedule(5000)

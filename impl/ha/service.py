@@ -2,7 +2,8 @@
 
 Everything that decides which replicas count, and when a put is acknowledged, lives here.
 
-Rules (digest §e.5-§e.7, §h):
+Rules (``S/ha/autoswitch/AutoSwitchHAService.java``: ``changeToMaster``, ``maybeExpandInSyncStateSet``,
+``computeConfirmOffset``; ``CommitLog.GroupTransferService.doWaitTransfer``):
 
 * Views of the SSS: *local* is the last set the controller confirmed; *remote* is the latest proposal in
   flight; while one is in flight (``isSynchronizingSyncStateSet``) the *union* local ∪ remote is what acks
@@ -39,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 from .. import bugs as B
 from ..codes import PutMessageStatus, to_int32
 from ..config import MessageStoreConfig
+from ..observations import HaEpochAppend
 from ..store.commitlog import HAView, MessageStore
 from ..store.epoch_cache import EpochEntry
 from ..store.message import check
@@ -101,7 +103,7 @@ class AutoSwitchHAService(HAView):
                     # 5.4.0+ (AutoSwitchHAService.removeConnection, PR #9897): the local set takes the shrink too,
                     # before the controller has answered; the ack set (local ∪ remote) no longer holds the slave
                     self.sync_state_set = set(local)
-                    self.host.observe("ha.local-shrink", slave=c.slave_id, local=sorted(local))
+                    self.host.emit({"k": "ha.local-shrink", "slave": c.slave_id, "local": sorted(local)})
         self.connections.pop(c.conn, None)
         self._check_requests()
 
@@ -168,9 +170,11 @@ class AutoSwitchHAService(HAView):
         return self.epoch_cache.empty_last_epoch(entry)
 
     def _observe_epoch_append(self, entry: EpochEntry, appended: bool, path: str, replaced: int | None) -> None:
-        extra = {} if replaced is None or not appended else {"replaced": replaced}
-        self.host.observe("ha.epoch-append", epoch=entry.epoch, start=entry.start_offset, ok=appended, path=path,
-                          **extra)
+        obs: HaEpochAppend = {"k": "ha.epoch-append", "epoch": entry.epoch, "start": entry.start_offset,
+                              "ok": appended, "path": path}
+        if replaced is not None and appended:
+            obs["replaced"] = replaced
+        self.host.emit(obs)
 
     def change_to_slave_when_master_not_change(self, new_master_addr: str | None, new_master_epoch: int) -> bool:
         return new_master_epoch >= self.epoch_cache.last_epoch()
@@ -204,7 +208,7 @@ class AutoSwitchHAService(HAView):
                 changed = True
         if changed:
             self.mark_synchronizing_sync_state_set(new_sss)
-            self.host.observe("ha.shrink", proposal=sorted(new_sss), local=sorted(self.sync_state_set))
+            self.host.emit({"k": "ha.shrink", "proposal": sorted(new_sss), "local": sorted(self.sync_state_set)})
         return new_sss
 
     def _refresh_idle_connections(self) -> None:
@@ -316,7 +320,7 @@ class AutoSwitchHAService(HAView):
         before = self.store.max_phy_offset
         self.store.truncate_dirty_files(pos)
         if pos < before:
-            self.host.observe("store.truncate-invalid", at=pos, before=before)
+            self.host.emit({"k": "store.truncate-invalid", "at": pos, "before": before})
         return pos
 
     # --------------------------------------------------------------------------- group transfer

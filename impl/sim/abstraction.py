@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..broker.broker import BrokerNode
+
 if TYPE_CHECKING:
     from .world import Simulation
 
@@ -62,7 +64,7 @@ def mask(ids: Any, index: dict[int, int]) -> int:
     return m
 
 
-def controller_part(snap: dict[str, Any], index: dict[int, int]) -> dict[str, int]:
+def controller_part(snap: dict[str, Any], index: dict[int, int]) -> dict[str, Any]:
     """The model's controller variables from one ``ReplicasInfoManager.snapshot()`` entry."""
     master = snap.get("master")
     return {"ctlMaster": index.get(master, NONE) if master is not None else NONE,
@@ -75,7 +77,7 @@ def broker_part(sim: Simulation, name: str, index: dict[int, int]) -> dict[str, 
     """The model's per-broker variables of one broker (index-valued, ``-1`` for none)."""
     disk = sim.disks[name]
     node = sim.broker(name)
-    if node is None or not hasattr(node, "replicas"):
+    if not isinstance(node, BrokerNode):
         return {"alive": False, "role": NONE, "bME": 0, "bSE": 0, "local": 0, "remote": NONE,
                 "log": len(disk.commitlog), "epochs": tuple(tuple(x) for x in disk.epoch_file or ()),
                 "flushed": disk.flushed, "confirm": disk.checkpoint_confirm, "conn": NONE, "ack": NONE}
@@ -107,10 +109,10 @@ PER_BROKER_KEYS = ("alive", "role", "bME", "bSE", "local", "remote", "log", "epo
                    "ack")
 
 
-def brokers_state(sim: Simulation, index: dict[int, int]) -> dict[str, tuple]:
+def brokers_state(sim: Simulation, index: dict[int, int]) -> dict[str, tuple[Any, ...]]:
     """The model's per-broker variables, each a tuple over the brokers, and ``reach``."""
     per = [broker_part(sim, b, index) for b in sim.brokers]
-    out: dict[str, tuple] = {key: tuple(p[key] for p in per) for key in PER_BROKER_KEYS}
+    out: dict[str, tuple[Any, ...]] = {key: tuple(p[key] for p in per) for key in PER_BROKER_KEYS}
     out["reach"] = tuple(not (sim.is_blocked(b, sim.controller) or sim.is_blocked(sim.controller, b))
                          for b in sim.brokers)
     return out

@@ -13,13 +13,12 @@ Each invocation and outcome is observed (``client.*``) so the checkers and the t
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any
 
 from ..codes import RequestCode, ResponseCode
-from ..config import WorkloadConfig
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, Periodic
+from ..runtime import Actor, Call, Command, Job, Periodic, Steps
+from .config import WorkloadConfig
 
 
 class ProducerNode(Actor):
@@ -53,13 +52,13 @@ class ProducerNode(Actor):
             self.spawn("send", self._send(key, body))
         return keys
 
-    def _send(self, key: str, body: int) -> Generator:
+    def _send(self, key: str, body: int) -> Job:
         if self.master is None:  # tryToFindTopicPublishInfo: no cached route, ask the nameserver now
             yield from self._fetch_route()
         target = self.master
-        self.observe("client.send", key=key, target=target)
+        self.emit({"k": "client.send", "key": key, "target": target})
         if target is None:
-            self.observe("client.send-result", key=key, status="NO_ROUTE", target=None)
+            self.emit({"k": "client.send-result", "key": key, "status": "NO_ROUTE", "target": None})
             self._kick_refresh()
             return
         self.in_flight += 1
@@ -69,11 +68,12 @@ class ProducerNode(Actor):
         resp = yield Call(target, Command(RequestCode.SEND_MESSAGE, 0, header), self.cfg.send_timeout)
         self.in_flight -= 1
         if resp is None:
-            self.observe("client.send-result", key=key, status="TIMEOUT", target=target)
+            self.emit({"k": "client.send-result", "key": key, "status": "TIMEOUT", "target": target})
             self._kick_refresh()
             return
         status = resp.header.get("status", f"CODE_{resp.code}")
-        self.observe("client.send-result", key=key, status=status, target=target, offset=resp.header.get("offset"))
+        self.emit({"k": "client.send-result", "key": key, "status": status, "target": target,
+                   "offset": resp.header.get("offset")})
         if resp.code not in (ResponseCode.SUCCESS, ResponseCode.FLUSH_SLAVE_TIMEOUT, ResponseCode.FLUSH_DISK_TIMEOUT):
             self._kick_refresh()
 
@@ -81,14 +81,14 @@ class ProducerNode(Actor):
         if not self._refreshing:
             self.spawn("refreshRoute", self._refresh_route())
 
-    def _refresh_route(self) -> Generator:
+    def _refresh_route(self) -> Job:
         if self._refreshing:
             return
         self._refreshing = True
         yield from self._fetch_route()
         self._refreshing = False
 
-    def _fetch_route(self) -> Generator:
+    def _fetch_route(self) -> Job:
         resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
                                                    {"brokerName": self.broker_name}), 3000)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
@@ -119,7 +119,7 @@ class ConsumerNode(Actor):
             if self.cfg.queues:  # MQClientInstance.persistAllConsumerOffset every persistConsumerOffsetInterval
                 Periodic(self, "persistConsumerOffset", 5000, 5000, self._commit_offsets)
 
-    def _route(self) -> Generator:
+    def _route(self) -> Job:
         resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
                                                    {"brokerName": self.broker_name}), 3000)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
@@ -127,7 +127,7 @@ class ConsumerNode(Actor):
             self.master = addr.split(":")[0] if addr else None
             self.read_queues = int(resp.header.get("readQueueNums", 0))
 
-    def _pull(self) -> Generator:
+    def _pull(self) -> Job:
         target = self.master
         if target is None:
             yield from self._route()
@@ -143,10 +143,11 @@ class ConsumerNode(Actor):
             return
         confirm = resp.header.get("confirmOffset", -1)
         for key, offset, size in resp.body or []:
-            self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm)
+            self.emit({"k": "client.seen", "key": key, "broker": target, "offset": offset, "end": offset + size,
+                       "confirm": confirm})
         self.queue_offset = resp.header.get("nextQueueOffset", self.queue_offset)
 
-    def _pull_queue(self, target: str) -> Generator:
+    def _pull_queue(self, target: str) -> Job:
         """``DefaultMQPushConsumer`` over several queues: one pull per tick, the queues in turn, each from its own
         next offset (``PullAPIWrapper``: nextBeginOffset)."""
         n = self.read_queues or self.cfg.queues  # the rebalance gives the one consumer every readable queue
@@ -166,11 +167,11 @@ class ConsumerNode(Actor):
             return
         confirm = resp.header.get("confirmOffset", -1)
         for key, offset, size, qoff in resp.body or []:
-            self.observe("client.seen", key=key, broker=target, offset=offset, end=offset + size, confirm=confirm,
-                         queueId=qid, queueOffset=qoff)
+            self.emit({"k": "client.seen", "key": key, "broker": target, "offset": offset, "end": offset + size,
+                       "confirm": confirm, "queueId": qid, "queueOffset": qoff})
         self.queue_offsets[qid] = resp.header.get("nextQueueOffset", start)
 
-    def _query_offset(self, target: str, qid: int) -> Generator[Any, Any, int | None]:
+    def _query_offset(self, target: str, qid: int) -> Steps[int | None]:
         """The group's committed offset (QUERY_CONSUMER_OFFSET); QUERY_NOT_FOUND under CONSUME_FROM_LAST_OFFSET:
         the queue's max offset (GET_MAX_OFFSET). None: no answer, try at the next pull."""
         header = {"group": GROUP, "queueId": qid}
@@ -182,7 +183,7 @@ class ConsumerNode(Actor):
         resp = yield Call(target, Command(RequestCode.GET_MAX_OFFSET, 0, {"queueId": qid}), 3000)
         return int(resp.header["offset"]) if resp is not None and resp.code == ResponseCode.SUCCESS else None
 
-    def _commit_offsets(self) -> Generator:
+    def _commit_offsets(self) -> Job:
         """RemoteBrokerOffsetStore.persistAll: each queue's offset to the master (updateConsumeOffsetToBroker)."""
         if self.master is not None:
             for qid, offset in sorted(self.queue_offsets.items()):
@@ -209,7 +210,7 @@ class AdminNode(Actor):
         """A broker admin call (``mqadmin updateTopic``): the answer is observed like a controller call's."""
         self.spawn("admin", self._call(code, header, None, broker))
 
-    def _call(self, code: RequestCode, header: dict[str, Any], body: Any, to: str | None = None) -> Generator:
+    def _call(self, code: RequestCode, header: dict[str, Any], body: Any, to: str | None = None) -> Job:
         resp = yield Call(to or self.controller, Command(code, 0, header, body), 5000)
-        self.observe("admin.result", code=int(code), request=header,
-                     response=None if resp is None else {"code": int(resp.code), "header": resp.header})
+        self.emit({"k": "admin.result", "code": int(code), "request": header,
+                   "response": None if resp is None else {"code": int(resp.code), "header": resp.header}})

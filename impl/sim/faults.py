@@ -1,9 +1,7 @@
 """Fault generation: composite fault kinds drawn by weight, expanded into primitive, replayable actions.
 
-A run's faults are a list of *actions* at simulated times: ``crash``/``restart``, ``partition``/``heal``
-(directed links), ``pause``/``resume``, ``break-ha``, ``net`` (a lossy window for RPCs), ``slow-commit``
-(controller appends commit late: the reply times out, the event still applies), ``admin-elect`` and, for
-scripted scenarios, ``produce``. In *generated* mode the generator draws the next fault lazily from its
+A run's faults are a list of primitive *actions* at simulated times (``actions.py`` defines them and the
+composite kinds). In *generated* mode the generator draws the next fault lazily from its
 own RNG stream; every action taken is written to the trace, so a trace can be turned into an *explicit*
 schedule (``explicit_from_trace``) and replayed or shrunk without the generator.
 
@@ -14,55 +12,11 @@ is never bounded: every crash restarts and every partition heals.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 from ..rng import DetRng
-
-if TYPE_CHECKING:
-    from ..config import FaultConfig
-
-FAULT_KINDS: dict[str, str] = {
-    "crash-broker": "kill -9 a random broker (power loss with probability lose_unflushed_tail), restart later",
-    "crash-master": "kill -9 the broker that believes it is master, restart later",
-    "crash-controller": "kill -9 the controller (its log survives), restart later",
-    "isolate-broker": "cut a random broker from every other node, both directions, heal later",
-    "isolate-master": "cut the master from every other node, heal later",
-    "partition-controller": "cut one broker from the controller, both directions, heal later",
-    "partition-oneway": "drop one direction between a broker and another broker or the controller",
-    "partition-brokers": "cut two brokers from each other (HA and nothing else), heal later",
-    "partition-halves": "split controller and brokers into two sides, heal later",
-    "break-ha": "close every HA connection of a random broker",
-    "lossy-network": "for a while, drop / duplicate / delay controller RPCs",
-    "slow-commit": "for a while, controller appends commit after the 5 s wait (lost reply, event applies)",
-    "stop-broker": "stop a random broker cleanly (flush, checkpoint, no abort file: recoverNormally), restart later",
-    "lose-epoch-file": "kill -9 a random broker, delete its epochFileCheckpoint before the restart",
-    "lose-checkpoint": "kill -9 a random broker, delete its checkpoint file (confirmPhyOffset) before the restart",
-    "crash-controller-leader": "kill -9 the leading controller node (3-node group), restart later",
-    "isolate-controller-leader": "cut the leading controller node from every other node (3-node group), heal later",
-    "slow-apply": "for a while, one controller node applies committed entries late (3-node group)",
-    "crash-controller-follower": "kill -9 a controller node that does not lead (3-node group) for 20-40 s, restart it: "
-                                 "with [controller] jRaftSnapshotIntervalSecs <= 10 the leader has snapshotted twice "
-                                 "and dropped the log the node still needs, so it installs the leader's snapshot",
-    "restart-consumer": "kill the consumer process and start it again later (it asks the master for its offsets)",
-    "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
-    "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",
-    "admin-elect": "mqadmin electMaster, designating a random broker or none",
-    "expand-queues": "mqadmin updateTopic on the routed master: the topic gains 2 read and write queues "
-                     "(needs [workload] topic_config)",
-}
-
-DEFAULT_WEIGHTS: dict[str, float] = {
-    "crash-broker": 2.0, "crash-master": 3.0, "crash-controller": 0.7, "isolate-broker": 1.0,
-    "isolate-master": 1.5, "partition-controller": 1.5, "partition-oneway": 1.0, "partition-brokers": 1.0,
-    "partition-halves": 0.7, "break-ha": 1.0, "lossy-network": 1.0, "slow-commit": 0.5, "pause-broker": 1.0,
-    "slow-dispatch": 1.0, "admin-elect": 0.7,
-}
-
-PRIMITIVES = ("crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
-              "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply",
-              "expand-queues")
-
-Action = dict[str, Any]
+from .actions import DEFAULT_WEIGHTS, FAULT_KINDS, PRIMITIVES, Action, Restart, without_release
+from .config import FaultConfig
 
 
 class WorldView:
@@ -167,7 +121,7 @@ class FaultGenerator:
                 return []
             target = rng.choice(free)
             self.busy.add(target)
-            restart = {"t": self._restart_at(now), "do": "restart", "node": target, "release": [target]}
+            restart: Restart = {"t": self._restart_at(now), "do": "restart", "node": target, "release": [target]}
             if kind == "stop-broker":
                 return [{"t": now, "do": "stop", "node": target}, restart]
             file = "epoch" if kind == "lose-epoch-file" else "checkpoint"
@@ -269,10 +223,9 @@ class FaultGenerator:
         if kind == "expand-queues":
             return [{"t": now, "do": "expand-queues", "by": 2}]
         if kind == "admin-elect":
-            ids = [world.broker_id(b) for b in world.brokers]
-            ids = [i for i in ids if i is not None]
-            target = rng.choice(ids) if ids and rng.chance(0.8) else None
-            return [{"t": now, "do": "admin-elect", "brokerId": target}]
+            ids = [i for i in (world.broker_id(b) for b in world.brokers) if i is not None]
+            designate = rng.choice(ids) if ids and rng.chance(0.8) else None
+            return [{"t": now, "do": "admin-elect", "brokerId": designate}]
         raise ValueError(f"unknown fault kind {kind}")  # pragma: no cover
 
     def release(self, nodes: list[str]) -> None:
@@ -285,7 +238,7 @@ def explicit_from_trace(lines: list[dict[str, Any]]) -> list[Action]:
     for line in lines:
         act = line.get("act")
         if act is not None:
-            out.append({k: v for k, v in act.items() if k != "release"})
+            out.append(without_release(cast(Action, act)))  # the trace's own record of an action it took
     return out
 
 

@@ -15,6 +15,9 @@ Rules (``namesrv/.../routeinfo/RouteInfoManager.java``):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from .. import bugs as B
 from ..codes import MASTER_ID, RequestCode, ResponseCode
 from ..rng import DetRng
@@ -50,7 +53,7 @@ class NameServerNode(Actor):
         elif not cmd.oneway:
             self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
 
-    def _register(self, src: str, h: dict) -> dict:
+    def _register(self, src: str, h: Mapping[str, Any]) -> dict[str, Any]:
         name, addr, bid, version = h["brokerName"], h["brokerAddr"], h["brokerId"], h.get("stateVersion", 0)
         claims = self.master_claims.setdefault(name, {})
         if bid == MASTER_ID:
@@ -64,8 +67,8 @@ class NameServerNode(Actor):
         if old is not None and old != addr and old in self.live and self.live[old][0] > version \
                 and B.NS_IGNORES_STATE_VERSION not in self.bugs:
             self.live.pop(addr, None)
-            self.observe("ns.reject", brokerName=name, brokerId=bid, addr=addr, version=version,
-                         holder=old, holderVersion=self.live[old][0])
+            self.emit({"k": "ns.reject", "brokerName": name, "brokerId": bid, "addr": addr, "version": version,
+                       "holder": old, "holderVersion": self.live[old][0]})
             return {}
         addrs[bid] = addr
         first = addr not in self.live
@@ -76,8 +79,8 @@ class NameServerNode(Actor):
             self.queue_data[name] = (int(tc["topic"]["read"]), int(tc["topic"]["write"]))
         if tc is not None:
             self.topic_versions[addr] = tc["version"]
-        self.observe("ns.register", brokerName=name, brokerId=bid, addr=addr, version=version)
-        result: dict = {}
+        self.emit({"k": "ns.register", "brokerName": name, "brokerId": bid, "addr": addr, "version": version})
+        result: dict[str, Any] = {}
         if bid != MASTER_ID:
             master = addrs.get(MASTER_ID)
             if master is not None and master in self.live:

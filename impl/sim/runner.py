@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
 from ..bugs import check_names
-from ..catalogue import BY_ID, Checker
-from ..config import Config, ConfigError, config_from_dict
+from ..invariants import BY_ID, Checker
 from ..trace import TraceRecorder
-from .faults import Action
-from .world import Simulation, Violation
+from .actions import Action
+from .config import Config, ConfigError, config_from_dict
+from .world import Recorder, Simulation, StepChecker, Violation
 
 
 @dataclass
@@ -27,7 +27,7 @@ class RunResult:
 
 def header_for(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: list[Action] | None,
                max_time: int | None = None, profile: str | None = None,
-               disabled: frozenset[str] | list[str] = ()) -> dict[str, Any]:
+               disabled: Collection[str] = ()) -> dict[str, Any]:
     return {"seed": seed, "maxSteps": steps, "maxTime": max_time, "bugs": sorted(bugs), "profile": profile,
             "config": cfg.to_dict(), "disabledInvariants": sorted(disabled),
             "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
@@ -35,8 +35,9 @@ def header_for(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: li
 
 def simulation(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
                schedule: list[Action] | None = None, max_time: int | None = None,
-               disabled: frozenset[str] | list[str] = (), recorder: Any = None,
-               wrap: Callable[[Simulation, Checker], Any] | None = None, note_actions: bool = False) -> Simulation:
+               disabled: Collection[str] = (), recorder: Recorder | None = None,
+               wrap: Callable[[Simulation, Checker], StepChecker] | None = None,
+               note_actions: bool = False) -> Simulation:
     """The simulation ``run`` runs, not yet started. ``wrap(world, checker)`` may put a read-only probe where the
     checker stands (the fuzzer's coverage probe); ``note_actions`` keeps the fault actions applied (``sim.taken``)."""
     switches = check_names(list(bugs))
@@ -45,7 +46,7 @@ def simulation(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[st
         raise ValueError(f"unknown invariant(s): {', '.join(sorted(unknown))}")
     enabled = set(BY_ID) - set(disabled)
 
-    def factory(w: Simulation) -> Any:
+    def factory(w: Simulation) -> StepChecker:
         checker = Checker(w, enabled=enabled)
         return wrap(w, checker) if wrap is not None else checker
 
@@ -55,7 +56,7 @@ def simulation(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[st
 
 def run(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
         schedule: list[Action] | None = None, max_time: int | None = None, profile: str | None = None,
-        record: bool = True, keep: bool = True, disabled: frozenset[str] | list[str] = ()) -> RunResult:
+        record: bool = True, keep: bool = True, disabled: Collection[str] = ()) -> RunResult:
     """One seeded run. ``record=False`` skips the trace entirely (fastest, no digest).
 
     ``disabled`` names invariants not to check (e.g. a precursor that would stop the run before the loss a

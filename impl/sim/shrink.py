@@ -9,12 +9,15 @@ candidate is judged by re-running the deterministic simulator.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import TypeVar
 
-from ..config import Config
-from .faults import Action
+from .actions import Action
+from .config import Config
 from .runner import run
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -28,7 +31,7 @@ class ShrinkResult:
 
 
 def fails(cfg: Config, seed: int, steps: int, bugs: list[str], invariant: str, max_time: int | None,
-          disabled: frozenset[str] | list[str] = ()) -> Callable[[list[Action]], tuple[int, int] | None]:
+          disabled: Collection[str] = ()) -> Callable[[list[Action]], tuple[int, int] | None]:
     """A predicate: does this schedule still fail ``invariant``? Returns (step, time) if it does."""
 
     def check(schedule: list[Action]) -> tuple[int, int] | None:
@@ -40,9 +43,10 @@ def fails(cfg: Config, seed: int, steps: int, bugs: list[str], invariant: str, m
     return check
 
 
-def ddmin(schedule: list[Action], check: Callable[[list[Action]], tuple[int, int] | None],
-          budget: int = 300) -> tuple[list[Action], int]:
-    """The classic ddmin loop over list items; ``budget`` bounds the number of runs."""
+def ddmin(schedule: list[T], check: Callable[[list[T]], tuple[int, int] | None],
+          budget: int = 300) -> tuple[list[T], int]:
+    """The classic ddmin loop over list items (actions, or a partition's links); ``budget`` bounds the number of
+    runs."""
     current = list(schedule)
     runs = 0
     n = 2
@@ -71,7 +75,7 @@ def ddmin(schedule: list[Action], check: Callable[[list[Action]], tuple[int, int
 
 
 def shrink(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: list[Action], invariant: str,
-           max_time: int | None = None, budget: int = 300, disabled: frozenset[str] | list[str] = ()) -> ShrinkResult:
+           max_time: int | None = None, budget: int = 300, disabled: Collection[str] = ()) -> ShrinkResult:
     check = fails(cfg, seed, steps, bugs, invariant, max_time, disabled)
     first = check(schedule)
     if first is None:

@@ -33,18 +33,27 @@ import heapq
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .. import bugs as B
 from ..broker.broker import BrokerNode
+from ..broker.legacy import LegacyBrokerNode
 from ..codes import MASTER_ID, RequestCode
-from ..config import Config
+from ..config import MessageStoreConfig
 from ..controller.node import ControllerDisk, ControllerNode
+from ..controller.raft import Replication
+from ..invariants import AnyBroker, Checker, Coverage
+from ..observations import Observation, SimCrash
 from ..rng import DetRng
 from ..runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe, Send, SetTimer
 from ..store.disk import BrokerDisk
+from ..trace import ViolationRecord
+from ..wire import CleanBrokerDataRequestHeader, ElectMasterRequestHeader
+from .actions import Action, without_release
 from .clients import AdminNode, ConsumerNode, ProducerNode
-from .faults import Action, FaultGenerator, WorldView
+from .config import Config
+from .events import ChannelClosedEvent, HaChunkEvent, MsgEvent, StepEvent
+from .faults import FaultGenerator, WorldView
 from .nameserver import NameServerNode
 
 CONNECT_TIMEOUT = 3000
@@ -69,6 +78,23 @@ class Stream:
         return (self.a, self.b) if direction == 0 else (self.b, self.a)
 
 
+class Recorder(Protocol):
+    """What a simulation reports each step to (``impl/trace.TraceRecorder``, a test's recorder)."""
+
+    def step(self, i: int, t: int, event: StepEvent, obs: list[Observation]) -> None: ...
+
+    def finish(self, sim: Simulation) -> None: ...
+
+
+class StepChecker(Protocol):
+    """What stands where the checker stands: ``invariants.Checker``, or a probe around it."""
+
+    @property
+    def coverage(self) -> Coverage: ...
+
+    def after_step(self, observations: list[Observation]) -> None: ...
+
+
 @dataclass
 class Violation:
     invariant: str
@@ -77,7 +103,7 @@ class Violation:
     message: str
     state: dict[str, Any]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ViolationRecord:
         return {"invariant": self.invariant, "step": self.step, "t": self.time, "message": self.message,
                 "state": self.state}
 
@@ -87,9 +113,13 @@ class Simulation(WorldView):
 
     def __init__(self, cfg: Config, seed: int, *, bugs: frozenset[str] = frozenset(),
                  schedule: list[Action] | None = None, max_steps: int = 20_000, max_time: int | None = None,
-                 recorder: Any = None, checker_factory: Callable[[Simulation], Any] | None = None,
+                 recorder: Recorder | None = None, checker_factory: Callable[[Simulation], StepChecker] | None = None,
                  note_actions: bool = False) -> None:
         self.cfg = cfg
+        # the run's constants the checks read (ClusterView), as plain attributes: they are read on every step
+        self.store_config: MessageStoreConfig = cfg.store
+        self.broker_name = cfg.broker.broker_name
+        self.legacy = cfg.cluster.mode == "legacy"
         self.seed = seed
         self.bugs = bugs
         self.max_steps = max_steps
@@ -102,7 +132,7 @@ class Simulation(WorldView):
         self.step = 0
         self._seq = 0
         self._act_seq = -(1 << 62)  # explicit actions sort before every other event of the same time
-        self._heap: list[tuple] = []
+        self._heap: list[tuple[Any, ...]] = []
         n_ctl = cfg.cluster.controllers
         self.controllers = ["ctl"] if n_ctl == 1 else [f"ctl{i + 1}" for i in range(n_ctl)]
         self.controller = self.controllers[0]  # the one node of a single-controller run
@@ -119,7 +149,7 @@ class Simulation(WorldView):
         self.nodes: dict[str, Actor | None] = {}
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
-        self.paused: dict[str, list[tuple]] = {}
+        self.paused: dict[str, list[tuple[Any, ...]]] = {}
         self.ctl_set = frozenset(self.controllers)
         self.broker_set = frozenset(self.brokers)
         self.idle_close = cfg.controller.server_channel_max_idle_time_seconds * 1000  # 0: idle closes not modelled
@@ -132,13 +162,13 @@ class Simulation(WorldView):
         self._next_conn = 0
         self.violation: Violation | None = None
         self.recorder = recorder
-        self._step_obs: list[dict[str, Any]] = []
+        self._step_obs: list[Observation] = []
         self.touched: set[str] = set()  # nodes that handled something this step (for the checker)
         self.acted = False  # a fault action ran this step
         # with ``note_actions``: every fault action applied, in order, without its bookkeeping (a generated run's
         # explicit schedule, for the fuzzer's mutants and shrinker)
         self.taken: list[Action] | None = [] if note_actions else None
-        self._step_event: dict[str, Any] | None = None
+        self._step_event: StepEvent | None = None
         self.generator: FaultGenerator | None = None
         self.explicit = schedule is not None
         if schedule is None:
@@ -147,9 +177,7 @@ class Simulation(WorldView):
         else:
             for action in schedule:
                 self.schedule_action(action)
-        from ..catalogue import Checker  # the checker reads the world; the world only calls it
-
-        self.checker = checker_factory(self) if checker_factory is not None else Checker(self)
+        self.checker: StepChecker = checker_factory(self) if checker_factory is not None else Checker(self)
         self._boot()
 
     # ------------------------------------------------------------------------------------ nodes
@@ -167,7 +195,7 @@ class Simulation(WorldView):
         self.nodes[name] = node
         self.up[name] = True
         node.now = self.now
-        node.start()  # type: ignore[attr-defined]
+        node.start()
         self._drain(node)
 
     def _boot(self) -> None:
@@ -186,34 +214,50 @@ class Simulation(WorldView):
     def is_paused(self, node: str) -> bool:
         return node in self.paused
 
-    def broker(self, name: str) -> BrokerNode | None:
+    def broker(self, name: str) -> AnyBroker | None:
         node = self.nodes.get(name)
-        return node if self.up.get(name) else None  # type: ignore[return-value]
+        # a broker's name only ever holds a broker (build_node); no isinstance on this hot path
+        return node if self.up.get(name) else None  # type: ignore[return-value]  # a broker's name holds a broker
+
+    # ----------------------------------------------------------------------- ClusterView (the checks)
+
+    def nameserver_node(self) -> NameServerNode | None:
+        node = self.nodes.get(self.nameserver)
+        return node if self.up.get(self.nameserver) and isinstance(node, NameServerNode) else None
+
+    def ha_peer(self, conn: int) -> str | None:
+        stream = self.streams.get(conn)
+        return None if stream is None else stream.b
 
     def controller_node(self) -> ControllerNode | None:
         """The controller: the one node, or the serving leader of a replicated group (the highest term's)."""
         if len(self.controllers) == 1:
             node = self.nodes.get(self.controller)
-            return node if self.up.get(self.controller) else None  # type: ignore[return-value]
+            # the controller's name only ever holds a ControllerNode (build_node); no isinstance on this hot path
+            return node if self.up.get(self.controller) else None  # type: ignore[return-value]  # see above
         return self._serving_leader()
 
     def _serving_leader(self) -> ControllerNode | None:
         """The node that serves at the group's current term (the highest of the up nodes): a leader of an older
         term has been deposed, whether it knows yet or not."""
-        up = [self.nodes[c] for c in self.controllers if self.up.get(c) and self.nodes.get(c) is not None]
+        up: list[tuple[ControllerNode, Replication]] = []
+        for c in self.controllers:
+            node = self.nodes.get(c)
+            if self.up.get(c) and isinstance(node, ControllerNode) and node.repl is not None:
+                up.append((node, node.repl))
         if not up:
             return None
-        term = max(n.repl.state.term for n in up)  # type: ignore[union-attr]
-        for node in up:
-            if node.leader and node.repl.state.term == term:  # type: ignore[union-attr]
-                if node.jraft:  # type: ignore[union-attr]
+        term = max(repl.state.term for _, repl in up)
+        for node, repl in up:
+            if node.leader and repl.state.term == term:
+                if node.jraft:
                     # a JRaft leader serves at once (every request is an entry, so its answers follow the log), but
                     # its applied state lags what the group committed until it catches up: nothing to check yet
                     high = max([self.ctl_commit_mark.get(c, 0) for c in self.controllers]
-                               + [n.repl.commit for n in up])  # type: ignore[union-attr]
-                    if node.applied < high:  # type: ignore[union-attr]
+                               + [r.commit for _, r in up])
+                    if node.applied < high:
                         return None
-                return node  # type: ignore[return-value]
+                return node
         return None
 
     def controller_leader(self) -> str | None:
@@ -282,11 +326,12 @@ class Simulation(WorldView):
             self._dispatch(kind, payload)
             self._finish_step()
 
-    def _live_timer(self, payload: tuple) -> bool:
+    def _live_timer(self, payload: tuple[Any, ...]) -> bool:
         name, inc, token = payload
         if not self.up.get(name) or self.inc[name] != inc:
             return False
-        return name in self.paused or token in self.nodes[name]._timers  # type: ignore[union-attr]
+        node = self.nodes[name]
+        return name in self.paused or (node is not None and token in node._timers)
 
     def _finish_step(self) -> None:
         obs = self._step_obs
@@ -304,7 +349,8 @@ class Simulation(WorldView):
 
     # ------------------------------------------------------------------------------- dispatch
 
-    def _deliverable(self, name: str, inc: int, kind: int, payload: tuple, replay: bool = False) -> Actor | None:
+    def _deliverable(self, name: str, inc: int, kind: int, payload: tuple[Any, ...],
+                     replay: bool = False) -> Actor | None:
         if not self.up.get(name) or self.inc[name] != inc:
             return None
         if name in self.paused and not replay and name not in self.replaying:
@@ -312,14 +358,16 @@ class Simulation(WorldView):
             return None
         return self.nodes[name]
 
-    def _dispatch(self, kind: int, payload: tuple) -> None:
+    def _dispatch(self, kind: int, payload: tuple[Any, ...]) -> None:
         rec = self.recorder is not None
         if kind == MSG:
             dst, dst_inc, src, src_inc, cmd = payload
             node = self._deliverable(dst, dst_inc, kind, payload)
             if rec:
-                self._step_event = {"ev": "msg", "src": src, "dst": dst, "cmd": _cmd_view(cmd),
-                                    **({"lost": True} if node is None and dst not in self.paused else {})}
+                delivered: MsgEvent = {"ev": "msg", "src": src, "dst": dst, "cmd": _cmd_view(cmd)}
+                if node is None and dst not in self.paused:
+                    delivered["lost"] = True
+                self._step_event = delivered
             if node is not None:
                 node.now = self.now
                 if self.idle_close and dst in self.ctl_set and src in self.broker_set:  # its last read from a broker
@@ -356,9 +404,10 @@ class Simulation(WorldView):
             name, inc, peer, peer_inc, idle = payload
             node = self._deliverable(name, inc, kind, payload)
             if rec:
-                self._step_event = {"ev": "channel-closed", "node": name, "peer": peer}
+                closed: ChannelClosedEvent = {"ev": "channel-closed", "node": name, "peer": peer}
                 if idle:
-                    self._step_event["idle"] = True
+                    closed["idle"] = True
+                self._step_event = closed
             if node is not None:
                 node.now = self.now
                 node.on_channel_closed(peer, f"{peer}#{peer_inc}")
@@ -412,10 +461,7 @@ class Simulation(WorldView):
             elif isinstance(eff, Send):
                 self._route(name, eff.dst, eff.cmd)
             elif isinstance(eff, Observe):
-                data = eff.data
-                data["k"] = eff.kind
-                data["n"] = name
-                self._step_obs.append(data)
+                self._step_obs.append(eff.obs)
             elif isinstance(eff, HAWrite):
                 self._stream_write(name, eff.conn, eff.data)
             elif isinstance(eff, HAClose):
@@ -438,27 +484,23 @@ class Simulation(WorldView):
 
     def _route(self, src: str, dst: str, cmd: Command) -> None:
         if dst not in self.up:
-            self._note("net.unknown-destination", src=src, dst=dst)
+            self._step_obs.append({"k": "net.unknown-destination", "src": src, "dst": dst})
             return
         if not self.up[dst] or self.is_blocked(src, dst):
             why = "down" if not self.up[dst] else "partition"
-            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why=why)
+            self._step_obs.append({"k": "net.drop", "src": src, "dst": dst, "code": int(cmd.code), "why": why})
             return
         cfg = self.cfg.network
         window = self.now < self.net_window[3]
         drop = max(cfg.drop, self.net_window[0] if window else 0.0)
         if drop and self.rng_net.chance(drop):
-            self._note("net.drop", src=src, dst=dst, code=int(cmd.code), why="loss")
+            self._step_obs.append({"k": "net.drop", "src": src, "dst": dst, "code": int(cmd.code), "why": "loss"})
             return
         src_inc = self.inc.get(src, 0)
         self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, src_inc, cmd)
         dup = max(cfg.duplicate, self.net_window[1] if window else 0.0)
         if dup and self.rng_net.chance(dup):
             self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, src_inc, cmd)
-
-    def _note(self, kind: str, **data: Any) -> None:
-        data["k"] = kind
-        self._step_obs.append(data)
 
     # ------------------------------------------------------------------------------ HA streams
 
@@ -536,8 +578,12 @@ class Simulation(WorldView):
         _, dst = s.ends(direction)
         dst_inc = s.b_inc if direction == 0 else s.a_inc
         if rec:
-            self._step_event = {"ev": "ha", "conn": conn, "dst": dst,
-                                **({"fin": True} if chunk is None else {"n": len(chunk)})}
+            piece: HaChunkEvent = {"ev": "ha", "conn": conn, "dst": dst}
+            if chunk is None:
+                piece["fin"] = True
+            else:
+                piece["n"] = len(chunk)
+            self._step_event = piece
         if not self._side_open(s, dst):
             return
         node = self._deliverable(dst, dst_inc, HA, (conn, direction, chunk))
@@ -569,96 +615,101 @@ class Simulation(WorldView):
     def _act(self, a: Action) -> None:
         self.acted = True
         if self.taken is not None:
-            self.taken.append({k: v for k, v in a.items() if k != "release"})
-        do = a["do"]
+            self.taken.append(without_release(a))
         if self.generator is not None and a.get("release"):
-            self.generator.release(a["release"])
-        if do == "crash":
+            self.generator.release(a.get("release", []))
+        if a["do"] == "crash":
             self.crash(a["node"], bool(a.get("powerLoss", False)))
-        elif do == "stop":  # a clean shutdown: flush, checkpoint, no abort file; then the process is gone
+        elif a["do"] == "stop":  # a clean shutdown: flush, checkpoint, no abort file; then the process is gone
             if self.up.get(a["node"]) and a["node"] in self.disks:
                 self.disks[a["node"]].stop()
                 self.crash(a["node"], clean=True)
-        elif do == "lose-file":  # only while the broker is down: its next start reads the file as new
+        elif a["do"] == "lose-file":  # only while the broker is down: its next start reads the file as new
             if not self.up.get(a["node"]) and a["node"] in self.disks:
                 self.disks[a["node"]].lose(str(a["file"]))
-        elif do == "restart":
+        elif a["do"] == "restart":
             if not self.up.get(a["node"]):
                 self._start(a["node"])
-        elif do == "partition":
-            links = [tuple(x) for x in a["links"]]
-            self.partitions[a["id"]] = links  # type: ignore[assignment]
+        elif a["do"] == "partition":
+            links = [(x[0], x[1]) for x in a["links"]]
+            self.partitions[a["id"]] = links
             for link in links:
-                self.blocked[link] = self.blocked.get(link, 0) + 1  # type: ignore[index]
-        elif do == "heal":
+                self.blocked[link] = self.blocked.get(link, 0) + 1
+        elif a["do"] == "heal":
             for link in self.partitions.pop(a["id"], []):
                 self.blocked[link] -= 1
                 if self.blocked[link] <= 0:
                     del self.blocked[link]
             self._flush_held()
-        elif do == "pause":
+        elif a["do"] == "pause":
             if self.up.get(a["node"]) and a["node"] not in self.paused:
                 self.paused[a["node"]] = []
-        elif do == "resume":
+        elif a["do"] == "resume":
             if a["node"] in self.paused:  # replay the backlog in order, one event per step
                 self._push(self.now, REPLAY, a["node"])
-        elif do == "break-ha":  # a connection reset: each end reads EOF after what is already in flight
+        elif a["do"] == "break-ha":  # a connection reset: each end reads EOF after what is already in flight
             for s in list(self.streams.values()):
                 if a["node"] in (s.a, s.b) and (s.open_a or s.open_b):
                     for direction in (0, 1):
                         self._send_chunk(s, direction, None)
-        elif do == "net":
+        elif a["do"] == "net":
             self.net_window = (float(a.get("drop", 0.0)), float(a.get("dup", 0.0)), float(a.get("slow", 0.0)),
                                int(a["until"]))
-        elif do == "slow-dispatch":
-            node = self.broker(a["node"])
-            if node is not None and hasattr(node, "stall_dispatch"):
-                node.now = self.now
-                node.stall_dispatch(int(a["ms"]))
-        elif do == "slow-commit":
+        elif a["do"] == "slow-dispatch":
+            broker = self.broker(a["node"])
+            if isinstance(broker, BrokerNode):  # a 4.x broker has no reput stall to inject
+                broker.now = self.now
+                broker.stall_dispatch(int(a["ms"]))
+        elif a["do"] == "slow-commit":
             ctl = self.controller_node()
             if ctl is not None and self.controller not in self.paused:
                 ctl.now = self.now
                 ctl.inject_slow_commit(int(a["extra"]), int(a["duration"]))
-        elif do == "slow-apply":
+        elif a["do"] == "slow-apply":
             node = self.nodes.get(a["node"])
-            if self.up.get(a["node"]) and getattr(node, "repl", None) is not None:
-                node.repl.slow_apply(int(a["extra"]), int(a["duration"]))  # type: ignore[union-attr]
-        elif do == "admin-elect":
-            admin = self.nodes["admin"]
-            admin.controller = self.controller_leader() or self.controller  # type: ignore[union-attr]
+            if self.up.get(a["node"]) and isinstance(node, ControllerNode) and node.repl is not None:
+                node.repl.slow_apply(int(a["extra"]), int(a["duration"]))
+        elif a["do"] == "admin-elect":
+            admin = self._admin()
+            admin.controller = self.controller_leader() or self.controller
             bid = a.get("brokerId")
-            admin.now = self.now  # type: ignore[union-attr]
-            admin.call(RequestCode.CONTROLLER_ELECT_MASTER, {  # type: ignore[union-attr]
+            elect: ElectMasterRequestHeader = {
                 "clusterName": self.cfg.broker.cluster_name, "brokerName": self.cfg.broker.broker_name,
-                "brokerId": -1 if bid is None else bid, "designateElect": bid is not None})
-            self._drain(admin)  # type: ignore[arg-type]
-        elif do == "clean":
-            admin = self.nodes["admin"]
-            admin.controller = self.controller_leader() or self.controller  # type: ignore[union-attr]
-            admin.now = self.now  # type: ignore[union-attr]
-            admin.call(RequestCode.CLEAN_BROKER_DATA, {  # type: ignore[union-attr]
+                "brokerId": -1 if bid is None else bid, "designateElect": bid is not None}
+            admin.call(RequestCode.CONTROLLER_ELECT_MASTER, dict(elect))
+            self._drain(admin)
+        elif a["do"] == "clean":
+            admin = self._admin()
+            admin.controller = self.controller_leader() or self.controller
+            clean: CleanBrokerDataRequestHeader = {
                 "clusterName": self.cfg.broker.cluster_name, "brokerName": self.cfg.broker.broker_name,
-                "brokerControllerIdsToClean": a.get("ids"), "isCleanLivingBroker": bool(a.get("living", False))})
-            self._drain(admin)  # type: ignore[arg-type]
-        elif do == "expand-queues":  # mqadmin updateTopic -c: to the master the nameserver routes, +by queues
-            ns = self.nodes.get(self.nameserver)
+                "brokerControllerIdsToClean": a.get("ids"), "isCleanLivingBroker": bool(a.get("living", False))}
+            admin.call(RequestCode.CLEAN_BROKER_DATA, dict(clean))
+            self._drain(admin)
+        elif a["do"] == "expand-queues":  # mqadmin updateTopic -c: to the master the nameserver routes, +by queues
+            ns = self.nameserver_node()
             name = self.cfg.broker.broker_name
-            master = getattr(ns, "broker_addrs", {}).get(name, {}).get(MASTER_ID) if self.up.get(self.nameserver) \
-                else None
-            have = getattr(ns, "queue_data", {}).get(name)
+            master = ns.broker_addrs.get(name, {}).get(MASTER_ID) if ns is not None else None
+            have = ns.queue_data.get(name) if ns is not None else None
             if master is not None and have is not None:
                 n = min(64, max(have) + int(a.get("by", 2)))
-                admin = self.nodes["admin"]
-                admin.now = self.now  # type: ignore[union-attr]
-                admin.call_broker(master.split(":")[0], RequestCode.UPDATE_AND_CREATE_TOPIC,  # type: ignore[union-attr]
+                admin = self._admin()
+                admin.call_broker(master.split(":")[0], RequestCode.UPDATE_AND_CREATE_TOPIC,
                                   {"topic": "TopicTest", "readQueueNums": n, "writeQueueNums": n})
-                self._drain(admin)  # type: ignore[arg-type]
-        elif do == "produce":
+                self._drain(admin)
+        elif a["do"] == "produce":
             producer = self.nodes["p1"]
-            producer.now = self.now  # type: ignore[union-attr]
-            producer.produce(int(a.get("count", 1)), a.get("size"))  # type: ignore[union-attr]
-            self._drain(producer)  # type: ignore[arg-type]
+            assert isinstance(producer, ProducerNode)
+            producer.now = self.now
+            producer.produce(int(a.get("count", 1)), a.get("size"))
+            self._drain(producer)
+
+    def _admin(self) -> AdminNode:
+        """The admin tool's node (mqadmin), at the current time."""
+        admin = self.nodes["admin"]
+        assert isinstance(admin, AdminNode)
+        admin.now = self.now
+        return admin
 
     def crash(self, name: str, power_loss: bool = False, clean: bool = False) -> None:
         if not self.up.get(name):
@@ -676,7 +727,10 @@ class Simulation(WorldView):
         lost = 0
         if power_loss and name in self.disks:
             lost = self.disks[name].power_loss()
-        self._note("sim.crash", node=name, powerLoss=power_loss, lostBytes=lost, **({"clean": True} if clean else {}))
+        crashed: SimCrash = {"k": "sim.crash", "node": name, "powerLoss": power_loss, "lostBytes": lost}
+        if clean:
+            crashed["clean"] = True
+        self._step_obs.append(crashed)
         for s in self.streams.values():
             if name in (s.a, s.b):
                 self._close_side(s.conn, name)
@@ -704,8 +758,6 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
         idx = brokers.index(name)
         prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
         if cfg.cluster.mode == "legacy":
-            from ..broker.legacy import LegacyBrokerNode
-
             return LegacyBrokerNode(name, cfg.broker, cfg.store, disk, rng, nameserver,
                                     master=(idx == 0), master_name=brokers[0])
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,

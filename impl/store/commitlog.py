@@ -1,6 +1,6 @@
 """The commit log and the parts of ``DefaultMessageStore`` the HA logic touches.
 
-Rules (digest §e.7, §h; ``S/CommitLog.java``, ``S/DefaultMessageStore.java``):
+Rules (``S/CommitLog.java``, ``S/DefaultMessageStore.java``, ``AutoSwitchHAService.computeConfirmOffset``):
 
 * The log is bytes ``[0, max)``; messages are appended whole on a master and as raw byte ranges on a slave
   (a batch may end inside a message).
@@ -84,11 +84,11 @@ class CommitLog:
                 continue
             if size > 0:
                 self._note_span(pos, size)
-                self.records.append(Record(pos, size, key))  # type: ignore[arg-type]
+                self.records.append(Record(pos, size, key))  # type: ignore[arg-type]  # a filler has no key: above
                 self.ends.append(pos + size)
                 if self.track_queues:
                     self._note_queue(buf, pos)
-                self.keys.setdefault(key, []).append(pos)  # type: ignore[arg-type]
+                self.keys.setdefault(key, []).append(pos)  # type: ignore[arg-type]  # not a filler: a key
                 pos += size
                 continue
             if size == 0:
@@ -375,7 +375,7 @@ class MessageStore:
             if size > 0:
                 if self.reput_from_offset + size > end:
                     break
-                self._dispatch(self.reput_from_offset, size, key)  # type: ignore[arg-type]
+                self._dispatch(self.reput_from_offset, size, key)  # type: ignore[arg-type]  # a filler went above
                 self.reput_from_offset += size
                 n += 1
                 continue

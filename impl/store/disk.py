@@ -8,6 +8,7 @@ the ``checkpoint`` (with ``confirmPhyOffset``), ``brokerIdentity`` and ``brokerI
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .offsets import BasedLog
 
@@ -24,7 +25,8 @@ class BrokerDisk:
     generation: int = 0  # bumped whenever bytes are removed from the log (checkers cache on it)
     cq_end: int = 0  # [workload] queues: the commit-log end the consume-queue files cover (they survive a crash)
     consumer_offsets: dict[str, int] = field(default_factory=dict)  # consumerOffset.json: "group@queueId" -> offset
-    topics: dict | None = None  # [workload] topic_config: topics.json (TopicConfigManager.persist); None: no file
+    # [workload] topic_config: topics.json (TopicConfigManager.persist); None: no file
+    topics: dict[str, Any] | None = None
     abort: bool = False  # the abort file: created at start, deleted by a clean shutdown (DefaultMessageStore)
     # [sim] file_residue: truncation only moves the mapped file's write position, so the bytes past it stay in the
     # file until new data overwrites them (MappedFileQueue.truncateDirtyFiles); recovery scans the file

@@ -1,4 +1,4 @@
-"""EpochFileCache (``S/ha/autoswitch/EpochFileCache.java``, digest §f).
+"""EpochFileCache (``S/ha/autoswitch/EpochFileCache.java``).
 
 Rules:
 

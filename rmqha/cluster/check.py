@@ -2,7 +2,7 @@
 
 Inputs: every node's trace (``traces/*.jsonl``: what the core observed, with the cluster clock), the nemesis's
 ``faults.jsonl``, the controller's final state and each broker's files after the run. Checked, with the
-catalogue's ids (``impl/catalogue.py``):
+catalogue's ids (``impl/invariants/``):
 
 * ``SYNC-NO-ACK-LOSS``: every message a producer got PUT_OK for is in the final master's log;
 * ``SYNC-SEEN-NO-LOSS``: every message a consumer received is in the final master's log (nothing seen then
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..impl.store.commitlog import CommitLog
+from ..impl.trace import TraceRecorder
 from .persist import BrokerFiles
 from .spec import ClusterSpec
 
@@ -106,10 +107,10 @@ def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict
     for e in seen:
         if "queueId" not in e:
             continue
-        pos = (e["queueId"], e["queueOffset"])
-        had = where.setdefault(pos, e["key"])
+        position = (e["queueId"], e["queueOffset"])
+        had = where.setdefault(position, e["key"])
         if had != e["key"]:
-            v.fail("CLI-QUEUE-POSITION-STABLE", f"queue {pos[0]} offset {pos[1]} was read as {had} and as "
+            v.fail("CLI-QUEUE-POSITION-STABLE", f"queue {position[0]} offset {position[1]} was read as {had} and as "
                    f"{e['key']}", t=e["t"])
             break
     masters: dict[int, str] = {}
@@ -184,11 +185,9 @@ def merged_trace(spec: ClusterSpec, events: list[dict[str, Any]], faults: list[d
                  verdict: Verdict) -> str:
     """The run in the kit's trace shape (``docs/trace-format.md``): fault actions as ``act`` lines, each node's
     observations as ``real`` lines. It is a record, not a replayable run: its header says ``"mode": "real"``."""
-    from ..impl.trace import TraceRecorder
-
     rec = TraceRecorder({"seed": spec.seed, "maxSteps": 0, "maxTime": None, "bugs": spec.bugs, "profile": "cluster",
                          "config": spec.config, "faults": {"mode": "real", "events": faults}})
-    merged = [(f["t"], 0, {"ev": "act", "act": f}) for f in faults] + \
+    merged: list[tuple[int, int, dict[str, Any]]] = [(f["t"], 0, {"ev": "act", "act": f}) for f in faults] + \
              [(e["t"], 1, {"ev": "real", "node": e["n"], "obs": [_obs(e)]}) for e in events]
     merged.sort(key=lambda x: (x[0], x[1]))
     for i, (t, _, line) in enumerate(merged, 1):

@@ -16,12 +16,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..impl.config import Config, ConfigError
+from ..impl.sim.config import Config, ConfigError
 from . import wire
-from .spec import HOST, RUN_FILE, ClusterSpec, create
+from .spec import HOST, RUN_FILE, ClusterSpec, create, load
 
 PIDS = "pids.json"
-_children: dict[int, subprocess.Popen] = {}  # processes this Python process started (reaped here)
+_children: dict[int, subprocess.Popen[bytes]] = {}  # processes this Python process started (reaped here)
 
 
 class ClusterError(RuntimeError):
@@ -88,8 +88,6 @@ def start_node(spec: ClusterSpec, node: str) -> int:
 def up(folder: Path, cfg: Config, *, seed: int = 1, bugs: frozenset[str] = frozenset(), max_lifetime: int = 3600,
        ready_timeout: float = 20.0) -> ClusterSpec:
     if (folder / RUN_FILE).exists():
-        from .spec import load
-
         old = load(folder)
         if any(alive(p) for p in read_pids(old).values()):
             raise ClusterError(f"a cluster is already running in {folder} (run `rmqha cluster down --dir {folder}`)")
@@ -184,7 +182,8 @@ def _request(port: int, frames: bytes, timeout: float) -> dict[str, Any] | None:
             n = int.from_bytes(head, "big")
             if n > wire.MAX_FRAME:
                 return None
-            return json.loads(_recv(s, n))
+            answer: dict[str, Any] | None = json.loads(_recv(s, n))
+            return answer
     except (OSError, ValueError):
         return None
 

@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..impl.broker.broker import BrokerNode
 from ..impl.controller.node import ControllerNode
 from ..impl.rng import DetRng
 from ..impl.runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe, Send, SetTimer
@@ -243,8 +244,8 @@ class Host:
     def status(self) -> dict[str, Any]:
         node = self.node
         d: dict[str, Any] = {"node": self.name, "pid": os.getpid(), "t": self.now(), "incarnation": self.incarnation}
-        if hasattr(node, "replicas"):
-            d.update(node.status())  # type: ignore[attr-defined]
+        if isinstance(node, BrokerNode):
+            d.update(node.status())
         elif isinstance(node, ControllerNode):
             d["leader"] = node.leader
             d["sets"] = {name: {"master": info.master_broker_id, "masterEpoch": info.master_epoch,
@@ -260,7 +261,7 @@ class Host:
         if "ha_in" in ports:
             servers.append(await asyncio.start_server(self.serve_ha, HOST, ports["ha_in"]))
         self._note("host.start", pid=os.getpid())
-        self._run("start", self.node.start)  # type: ignore[attr-defined]
+        self._run("start", self.node.start)
         deadline = time.monotonic() + self.spec.max_lifetime
         spec_file = self.spec.dir / RUN_FILE
         while time.monotonic() < deadline and spec_file.exists():  # bounded: the lifetime, or `down`

@@ -74,7 +74,9 @@ class Nemesis:
     def wait_master(self, timeout: float, full: bool = False) -> tuple[str, dict[str, Any]] | None:
         """Wait for a master (with ``full``: one whose SyncStateSet holds every broker)."""
         n = len(self.spec.brokers)
-        return self.wait(lambda: (m := self.master()) and (not full or len(m[1]["sss"]) == n) and m, timeout)
+        found: tuple[str, dict[str, Any]] | None = self.wait(
+            lambda: (m := self.master()) and (not full or len(m[1]["sss"]) == n) and m, timeout)
+        return found
 
     # ------------------------------------------------------------------------------------------- recipes
 

@@ -15,7 +15,8 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from ..impl.controller.node import ControllerDisk, LogEntry
+from ..impl.controller.log import LogEntry
+from ..impl.controller.node import ControllerDisk
 from ..impl.store.disk import BrokerDisk
 
 
@@ -47,8 +48,9 @@ class BrokerFiles:
             disk.epoch_file = None if m["epochFile"] is None else [(int(e), int(s)) for e, s in m["epochFile"]]
             disk.checkpoint_confirm = int(m["checkpointConfirm"])
             disk.checkpoint_confirm_flushed = int(m["checkpointConfirmFlushed"])
-            disk.broker_identity = None if m["identity"] is None else tuple(m["identity"])  # type: ignore[assignment]
-            disk.temp_identity = None if m["tempIdentity"] is None else tuple(m["tempIdentity"])  # type: ignore[assignment]
+            ident, temp = m["identity"], m["tempIdentity"]
+            disk.broker_identity = None if ident is None else (str(ident[0]), str(ident[1]), int(ident[2]))
+            disk.temp_identity = None if temp is None else (str(temp[0]), str(temp[1]), int(temp[2]), str(temp[3]))
             disk.generation = int(m["generation"])
             disk.cq_end = int(m["cqEnd"])
             disk.consumer_offsets = {str(k): int(v) for k, v in m["consumerOffsets"].items()}
@@ -84,7 +86,7 @@ class ControllerFiles:
     def __init__(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / "controller.pickle"
-        self._fp: tuple = ()
+        self._fp: tuple[Any, ...] = ()
 
     def load(self) -> ControllerDisk:
         disk = ControllerDisk()
@@ -100,7 +102,7 @@ class ControllerFiles:
         return disk
 
     @staticmethod
-    def _fingerprint(disk: ControllerDisk) -> tuple:
+    def _fingerprint(disk: ControllerDisk) -> tuple[Any, ...]:
         last = disk.entries[-1] if disk.entries else None
         return (len(disk.entries), sum(1 for e in disk.entries if e.committed),
                 None if last is None else (last.index, last.term), pickle.dumps(disk.raft), disk.snapshot_index,

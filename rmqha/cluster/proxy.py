@@ -78,6 +78,7 @@ class Proxy:
             except (TimeoutError, OSError):
                 writer.close()  # the node is down: the dialler sees the connection end
                 return
+            assert first is not None  # parse_hello refused a connection closed before its hello
             up_w.write(wire.pack(first))
             await asyncio.gather(self._pump(reader, up_w, src, node), self._pump(up_r, writer, node, src))
 

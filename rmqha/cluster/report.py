@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..spark_fuzz.report import _e, _table, timeline_data, timeline_svg
+from ..impl.sim.report import escape, page_head, table, timeline_data, timeline_svg
 from .spec import ClusterSpec
 
 
@@ -18,24 +18,21 @@ def _ms(v: Any) -> str:
 def render(spec: ClusterSpec, r: dict[str, Any]) -> str:
     ok = r["valid"]
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>rmqha cluster test</title><style>"
-        "body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}"
-        "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#f3f3f3}"
-        "code{background:#f5f5f5;padding:1px 4px}.bad{color:#c62828}.ok{color:#2e7d32}</style></head><body>",
+        page_head("rmqha cluster test"),
         "<h1>rmqha cluster test: "
         f"<span class='{'ok' if ok else 'bad'}'>{'valid' if ok else 'INVALID'}</span></h1>",
-        _table(["profile", "switches", "faults", "duration s", "wall s", "sent", "acked", "seen", "final master"],
+        table(["profile", "switches", "faults", "duration s", "wall s", "sent", "acked", "seen", "final master"],
                [[r["profile"], ", ".join(r["bugs"]) or "none", ", ".join(r["recipes"]), r["duration"], r["wallSeconds"],
                  r["counts"].get("sent"), r["counts"].get("acked"), r["counts"].get("seen"), r["finalMaster"]]]),
-        f"<p>conformance: {_e(r['conformance'])}</p>",
+        f"<p>conformance: {escape(r['conformance'])}</p>",
     ]
     if r["notes"]:
-        parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in r["notes"]) + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in r["notes"]) + "</ul>")
     parts.append("<h2>Violations</h2>")
-    parts.append(_table(["invariant", "message"], [[v["invariant"], v["message"]] for v in r["violations"]])
+    parts.append(table(["invariant", "message"], [[v["invariant"], v["message"]] for v in r["violations"]])
                  if r["violations"] else "<p class='ok'>none</p>")
     parts.append("<h2>Failovers</h2>")
-    parts.append(_table(
+    parts.append(table(
         ["fault", "old master", "SSS ids before", "new master", "in SSS", "elected after", "old back as",
          "consistent point", "truncated", "back in SSS after"],
         [[f["recipe"], f["oldMaster"], f["sss"], f"{f['newMaster']} (mE {f['newMasterEpoch']})" if f["newMaster"]
@@ -47,7 +44,7 @@ def render(spec: ClusterSpec, r: dict[str, Any]) -> str:
         parts.append("<h2>Timeline</h2>")
         parts.append(timeline_svg(timeline_data(trace.read_text(encoding="utf-8"))))
     parts.append("<h2>Fault schedule</h2>")
-    parts.append(_table(["t", "action", "node / id", "links"],
+    parts.append(table(["t", "action", "node / id", "links"],
                         [[_ms(f["t"]), f["do"], f.get("node") or f.get("id") or "", f.get("links", "")]
                          for f in r["faults"]]))
     parts.append("<h2>Final states</h2>")
@@ -57,8 +54,8 @@ def render(spec: ClusterSpec, r: dict[str, Any]) -> str:
         rows.append([n, st.get("pid", "down"), st.get("role", "leader" if st.get("leader") else ""),
                      st.get("masterEpoch", ""), st.get("sss", st.get("sets", "")), st.get("max", ""),
                      st.get("confirm", "")])
-    parts.append(_table(["node", "pid", "role", "masterEpoch", "SSS", "log end", "confirmOffset"], rows))
-    parts.append(f"<p>files: <code>{_e(spec.dir)}</code> (traces/, logs/, nodes/, history.jsonl, trace.jsonl)</p>")
+    parts.append(table(["node", "pid", "role", "masterEpoch", "SSS", "log end", "confirmOffset"], rows))
+    parts.append(f"<p>files: <code>{escape(spec.dir)}</code> (traces/, logs/, nodes/, history.jsonl, trace.jsonl)</p>")
     parts.append("</body></html>")
     return "\n".join(parts)
 

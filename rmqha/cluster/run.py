@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..impl.config import Config
+from ..impl.sim.config import Config
 from . import control as C
 from .check import check, failovers, merged_trace, read_events, write_json
 from .nemesis import RECIPES, Nemesis
@@ -82,7 +82,7 @@ def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> d
         for e in history:
             f.write(json.dumps(e, sort_keys=True) + "\n")
     (spec.dir / "trace.jsonl").write_text(merged_trace(spec, events, nem.events, verdict), encoding="utf-8")
-    result = {"valid": verdict.valid, "violations": verdict.violations, "counts": verdict.counts,
+    result: dict[str, Any] = {"valid": verdict.valid, "violations": verdict.violations, "counts": verdict.counts,
               "finalMaster": verdict.final_master, "notes": verdict.notes, "failovers": fo, "faults": nem.events,
               "final": final, "profile": opts.profile, "bugs": sorted(opts.bugs), "duration": opts.duration,
               "recipes": list(opts.faults), "wallSeconds": round(time.monotonic() - t_begin, 1),

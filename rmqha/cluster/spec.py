@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..impl.config import Config, ConfigError, config_from_dict
+from ..impl.sim.config import Config, ConfigError, config_from_dict
 
 HOST = "127.0.0.1"
 SPEC_FILE = "cluster.json"

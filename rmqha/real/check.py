@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ..impl.controller.jraft import RaftLiveTable, execute
-from ..impl.controller.replicas_info import ReplicasInfoManager, RequestEntry, event_from_dict
+from ..impl.controller.replicas_info import ReplicasInfoManager, RequestEntry, entry_from_dict, event_from_dict
 from . import files as F
 from . import maven
 from .clients import Tail
@@ -302,10 +302,10 @@ def jraft_entries(entries: list[F.JraftEntry], unclean: bool) -> list[CtlEntry]:
     for e in entries:
         events: tuple[dict[str, Any], ...] = ()
         if e.request is not None and e.request.in_kit:
-            req = event_from_dict(e.request.to_kit())
+            req = entry_from_dict(e.request.to_kit())
             assert isinstance(req, RequestEntry)
             res = execute(rim, live, req, now=req.stamp)
-            events = tuple(ev.to_dict() for ev in (res.events if res is not None else []))
+            events = tuple(dict[str, Any](ev.to_dict()) for ev in (res.events if res is not None else []))
         out.append(CtlEntry(e.index, e.term, e.data, events))
     return out
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..impl.config import Config, ConfigError
+from ..impl.sim.config import Config, ConfigError
 from . import maven, netns
 from .spec import RUN_FILE, SPEC_FILE, RealSpec, create, load
 

@@ -70,6 +70,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, NoReturn
 
+from .remoting import FrameError, decode_frame
+
 __all__ = [
     "KIT_JRAFT_OPS", "AlterSyncStateSetEvent", "ApplyBrokerIdEvent", "BlankFiller", "BrokerIdentity", "BrokerStore",
     "CleanBrokerDataEvent", "CommitLogMessage", "CommitLogView", "ConsumeQueueUnit", "ConsumeQueueView",
@@ -1284,8 +1286,6 @@ class ControllerRequest:
 
 def decode_jraft_request(data: bytes, where: str = "JRaft entry") -> ControllerRequest:
     """A JRaft data entry: one remoting frame (``RemotingCommand.encode``)."""
-    from rmqha.real.remoting import FrameError, decode_frame
-
     try:
         frame = decode_frame(data)
     except FrameError as exc:

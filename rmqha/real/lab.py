@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..impl.config import Config
+from ..impl.sim.config import Config
 from . import control as C
 from .check import Files, read_files
 from .clients import Client, Observer, Tail

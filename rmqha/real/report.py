@@ -18,8 +18,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..impl.observations import BrkState, CtlState, RealObservation
+from ..impl.sim.report import escape, page_head, table, timeline_data, timeline_svg
 from ..impl.trace import TraceRecorder
-from ..spark_fuzz.report import _e, _table, timeline_data, timeline_svg
 from .check import Files, History
 from .observe import Snapshot
 from .spec import RealSpec
@@ -29,32 +30,35 @@ def _ms(v: Any) -> str:
     return "-" if v is None else f"{v / 1000:.2f} s"
 
 
-def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[dict[str, Any]]:
-    """``ctl.state`` and ``brk.state`` observations, each when the admin API's view of it changed."""
-    out: list[dict[str, Any]] = []
-    last_ctl: Any = None
-    last_brk: dict[str, Any] = {}
+def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[tuple[int, RealObservation]]:
+    """``ctl.state`` and ``brk.state`` observations (``impl/observations.py``), each when the admin API's view of it
+    changed, with its time (ms since the run was created)."""
+    out: list[tuple[int, RealObservation]] = []
+    last_ctl: CtlState | None = None
+    last_brk: dict[str, BrkState] = {}
     for s in snaps:
         t = s.t - spec.created_ms
         lead = s.leader
         if lead is not None:
-            view: dict[str, Any] = {"leader": lead.node, "master": lead.master, "masterEpoch": lead.master_epoch,
-                    "syncStateSetEpoch": lead.sss_epoch, "sss": [lead.ids.get(i, str(i)) for i in lead.sss]}
+            view: CtlState = {"k": "ctl.state", "n": lead.node, "leader": lead.node, "master": lead.master,
+                              "masterEpoch": lead.master_epoch, "syncStateSetEpoch": lead.sss_epoch,
+                              "sss": [lead.ids.get(i, str(i)) for i in lead.sss]}
             if view != last_ctl:
-                out.append({"k": "ctl.state", "n": lead.node, "t": t, **view})
+                out.append((t, view))
                 last_ctl = view
         for b, bv in sorted(s.brokers.items()):
             if not bv.ok:
                 continue
-            role = "MASTER" if lead is not None and lead.master == b else "SLAVE"
-            bview: dict[str, Any] = {
-                "role": role, "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
+            master = lead is not None and lead.master == b
+            bview: BrkState = {
+                "k": "brk.state", "n": b, "role": "MASTER" if master else "SLAVE",
+                "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
                 "epochs": [[e, st] for e, st, _ in bv.epochs],
                 "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")]
                                    for c in bv.ha_connections),
-                "haMaster": (bv.ha_client or {}).get("masterAddr") if role == "SLAVE" else None}
+                "haMaster": None if master else (bv.ha_client or {}).get("masterAddr")}
             if bview != last_brk.get(b):
-                out.append({"k": "brk.state", "n": b, "t": t, **bview})
+                out.append((t, bview))
                 last_brk[b] = bview
     return out
 
@@ -67,10 +71,11 @@ def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list
     for f in result["faults"]:
         obs = [{"k": "sim.crash", "node": f["node"], "powerLoss": False, "lostBytes": 0}] if f["do"] == "crash" else []
         merged.append((int(f["t"]), 0, {"ev": "act", "act": f}, obs))
-    events = [*h.sends, *h.results, *h.seen, *state_events(spec, snaps)]
-    for e in events:
+    for e in [*h.sends, *h.results, *h.seen]:
         o = {k: v for k, v in e.items() if k != "t"}
         merged.append((int(e["t"]), 1, {"ev": "real", "node": e["n"]}, [o]))
+    for t, s in state_events(spec, snaps):
+        merged.append((t, 1, {"ev": "real", "node": s["n"]}, [dict(s)]))
     merged.sort(key=lambda x: (x[0], x[1]))
     for i, (t, _, line, obs) in enumerate(merged, 1):
         rec.step(i, t, line, obs)
@@ -87,25 +92,22 @@ def render(spec: RealSpec, r: dict[str, Any], trace_text: str) -> str:
     ok = r["valid"]
     c = r["counts"]
     parts = [
-        "<!doctype html><html><head><meta charset='utf-8'><title>rmqha real test</title><style>"
-        "body{font-family:sans-serif;margin:24px;color:#222;max-width:1400px}table{border-collapse:collapse;"
-        "margin:8px 0}td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}"
-        "th{background:#f3f3f3}code{background:#f5f5f5;padding:1px 4px}.bad{color:#c62828}.ok{color:#2e7d32}"
-        "</style></head><body>",
+        page_head("rmqha real test", css="body{max-width:1400px}"),
         f"<h1>rmqha real test: <span class='{'ok' if ok else 'bad'}'>{'valid' if ok else 'INVALID'}</span></h1>",
-        f"<p>Apache RocketMQ {_e(spec.version)} (Maven Central), {len(spec.controllers)} "
-        f"{_e(spec.controller_type)} controller(s), {len(spec.brokers)} brokers, profile {_e(r['profile'])}.</p>",
-        _table(["faults", "duration s", "wall s", "sent", "acknowledged", "errors", "read", "final master"],
+        f"<p>Apache RocketMQ {escape(spec.version)} (Maven Central), {len(spec.controllers)} "
+        f"{escape(spec.controller_type)} controller(s), {len(spec.brokers)} brokers, "
+        f"profile {escape(r['profile'])}.</p>",
+        table(["faults", "duration s", "wall s", "sent", "acknowledged", "errors", "read", "final master"],
                [[", ".join(r["recipes"]) or "none", r["duration"], r["wallSeconds"], c["sent"], c["acked"],
                  c["errors"], c["seen"], r["finalMaster"] or "none"]]),
     ]
     if r["notes"]:
-        parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in r["notes"]) + "</ul>")
+        parts.append("<ul>" + "".join(f"<li>{escape(n)}</li>" for n in r["notes"]) + "</ul>")
     parts.append("<h2>Violations</h2>")
-    parts.append(_table(["invariant", "message"], [[v["invariant"], v["message"]] for v in r["violations"]])
+    parts.append(table(["invariant", "message"], [[v["invariant"], v["message"]] for v in r["violations"]])
                  if r["violations"] else "<p class='ok'>none</p>")
     parts.append("<h2>Failovers</h2>")
-    parts.append(_table(["fault", "at", "old master", "SyncStateSet before", "new master", "from the SyncStateSet",
+    parts.append(table(["fault", "at", "old master", "SyncStateSet before", "new master", "from the SyncStateSet",
                          "elected after", "first write after"],
                         [[f["recipe"], _ms(f["at"]), f["oldMaster"], ", ".join(f["oldSss"]), f["newMaster"] or "none",
                           "-" if f["newMasterInSss"] is None else ("yes" if f["newMasterInSss"] else "no"),
@@ -114,15 +116,15 @@ def render(spec: RealSpec, r: dict[str, Any], trace_text: str) -> str:
     parts.append("<h2>Timeline</h2>")
     parts.append(timeline_svg(timeline_data(trace_text)))
     parts.append("<h2>What was checked</h2>")
-    parts.append(_table(["invariant", "checked on"], [[k, w] for k, w in sorted(r["checked"].items())]))
+    parts.append(table(["invariant", "checked on"], [[k, w] for k, w in sorted(r["checked"].items())]))
     parts.append("<h2>Send statuses</h2>")
-    parts.append(_table(["status", "count"], [[k, n] for k, n in sorted(r["statuses"].items())]))
+    parts.append(table(["status", "count"], [[k, n] for k, n in sorted(r["statuses"].items())]))
     parts.append("<h2>Fault schedule</h2>")
-    parts.append(_table(["t", "action", "node / id", "detail"],
+    parts.append(table(["t", "action", "node / id", "detail"],
                         [[_ms(f["t"]), f["do"], f.get("node") or f.get("id") or "",
                           f.get("why") or (f"{len(f['links'])} links" if f.get("links") else "")
                           or " ".join(f.get("netem") or [])] for f in r["faults"]]))
-    parts.append(f"<p>files: <code>{_e(spec.dir)}</code> (nodes/, logs/, clients/, events/, history.jsonl, "
+    parts.append(f"<p>files: <code>{escape(spec.dir)}</code> (nodes/, logs/, clients/, events/, history.jsonl, "
                  "trace.jsonl, controller-log.jsonl, result.json)</p>")
     parts.append("</body></html>")
     return "\n".join(parts)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..impl.config import Config
+from ..impl.sim.config import Config
 from . import control as C
 from .check import evaluate
 from .clients import Client, Observer, Tail

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cluster.spec import LOCAL_TIMING
-from ..impl.config import PROFILES, Config, ConfigError, config_from_dict
+from ..impl.sim.config import PROFILES, Config, ConfigError, config_from_dict
 from .netns import Host
 
 SPEC_FILE = "real.json"

@@ -302,7 +302,8 @@ def epoch_rebase(lab: Lab) -> Verdict:
     end2 = back.brokers[m].max_offset or 0
     lab.note(f"{m} re-confirmed at masterEpoch {me2}; its epoch cache is now {epochs_text(after_m)}")
     lab.heal()
-    acked, samples, got_in = 0, [], False
+    acked, got_in = 0, False
+    samples: list[str] = []
     for b in slaves:
         a, smp, gi = watch_out(lab, b, 45, REBASE_TOPIC, f"r-{b}-")
         acked, samples, got_in = acked + a, samples + smp, got_in or gi
@@ -313,7 +314,7 @@ def epoch_rebase(lab: Lab) -> Verdict:
                    ("CONTROLLER_REGISTER_BROKER", "CONTROLLER_ELECT_MASTER")][:3]
     no_point = {b: log_count(lab, b, NO_POINT) for b in slaves}
     master_lines = {b: [x for x in lab.broker_log(b, r"master epoch entries is")][-1:] for b in slaves}
-    file_pairs = {b: (files.epochs[b].pairs() if files.epochs.get(b) else []) for b in lab.spec.brokers}
+    file_pairs = {b: (ef.pairs() if (ef := files.epochs.get(b)) else []) for b in lab.spec.brokers}
     start_before = next((st for e, st, _ in before[m] if e == me1), None)
     start_after = next((st for e, st, _ in after_m if e == me1), None)
     evidence = [

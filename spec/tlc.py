@@ -437,7 +437,7 @@ _HEADER_RE = re.compile(r"^(?:State )?(\d+): (.*)$", re.S)
 _ACTION_RE = re.compile(r"^<(\S+) (line \d+.*)>$", re.S)
 _VAR_RE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*)$", re.S)
 
-_VIOLATIONS = {
+_VIOLATIONS: dict[int, tuple[Status, str | None]] = {
     2110: ("invariant", r"Invariant (\S+) is violated"),
     2107: ("invariant", r"Invariant (\S+) is violated by the initial state"),
     2112: ("property", r"Action property (\S+) is violated"),
@@ -512,7 +512,7 @@ class _Collector:
         self.stack: list[_Msg] = []
         self.untagged: list[str] = []  # SANY output and anything else outside messages (capped)
         self.res = TLCResult(status="pass", exit_code=None)
-        self.kind: str | None = None  # violation kind once one is reported
+        self.kind: Status | None = None  # violation kind once one is reported
         self.errors: list[_Msg] = []
         self.after_error: list[_Msg] = []  # messages right after the first error (details such as 2132, 2103)
         self.trace_done = False
@@ -679,7 +679,7 @@ class _Collector:
         elif self.errors:
             r.status, r.message = "error", self._error_message()
         elif self.kind is not None:
-            r.status = self.kind  # type: ignore[assignment]
+            r.status = self.kind
         elif exit_code not in (0, None):
             tail = [ln.strip() for ln in self.untagged if ln.strip()]
             r.status = "error"

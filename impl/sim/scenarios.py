@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import bugs as B
+from .. import bugs as B
+from .actions import Action
 from .config import Config, config_from_dict, default_config
 from .scenarios_found import FOUND
 
@@ -25,7 +26,7 @@ class Scenario:
     bug: str
     seed: int
     max_time: int
-    schedule: list[dict[str, Any]]
+    schedule: list[Action]
     config: dict[str, Any] = field(default_factory=dict)
     fixes: tuple[str, ...] = ()
     disabled: tuple[str, ...] = ()

@@ -1,8 +1,8 @@
 """A readable timeline of a trace: one line per protocol-level event, TigerBeetle-VOPR style.
 
-``rmqha show TRACE`` prints it; the findings write-ups quote it. Only what a RocketMQ engineer reasons
-with is shown: faults, controller events as applied, role and epoch changes, SyncStateSet proposals and
-adoptions, truncations, epoch entries, the put results that matter, and the violation.
+``rmqha show TRACE`` prints it; the findings write-ups quote it. Only what a RocketMQ engineer reasons with is
+shown: faults, controller events as applied, role and epoch changes, SyncStateSet proposals and adoptions,
+truncations, epoch entries, the put results that matter, and the violation.
 """
 
 from __future__ import annotations

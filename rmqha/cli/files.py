@@ -1,14 +1,14 @@
-"""File I/O for the CLI: config files (TOML) and trace files (JSON Lines, optionally gzip)."""
+"""File I/O for the command line: config files (TOML) and trace files (JSON Lines, optionally gzip:
+``rmqha.impl.sim.tracefile``). A missing or malformed file is a ``UserError`` (one line, exit status 2)."""
 
 from __future__ import annotations
 
-import gzip
-import os
 import tomllib
 from pathlib import Path
 from typing import Any
 
-from rmqha.impl.config import PROFILES, Config, ConfigError, config_from_dict, default_config
+from rmqha.impl.sim import tracefile
+from rmqha.impl.sim.config import PROFILES, Config, ConfigError, config_from_dict, default_config
 
 
 class UserError(Exception):
@@ -54,35 +54,17 @@ def load_config_aside(path: str | None, profile: str | None,
 
 
 def read_trace_text(path: str) -> str:
-    p = Path(path)
-    if not p.is_file():
-        raise UserError(f"trace file not found: {path}")
-    raw = p.read_bytes()
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            raise UserError(f"{path}: damaged gzip file ({exc})") from None
+    """A trace file's text (``rmqha.impl.sim.tracefile.read_text``); a bad file is a ``UserError``."""
     try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not a text file") from None
+        return tracefile.read_text(path)
+    except tracefile.TraceFileError as exc:
+        raise UserError(str(exc)) from None
 
 
 def write_text(path: str, text: str) -> None:
-    """Write atomically (a temp file renamed into place); ``.gz`` paths are compressed."""
-    p = Path(path)
-    if p.parent and not p.parent.exists():
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise UserError(f"cannot create {p.parent}: {exc.strerror}") from None
-    tmp = p.with_name(p.name + ".tmp")
-    data = text.encode("utf-8")
-    if p.suffix == ".gz":
-        data = gzip.compress(data, mtime=0)
+    """Write atomically; ``.gz`` paths are compressed (``rmqha.impl.sim.tracefile.write_text``); a failure is a
+    ``UserError``."""
     try:
-        tmp.write_bytes(data)
-        os.replace(tmp, p)
-    except OSError as exc:
-        raise UserError(f"cannot write {path}: {exc.strerror}") from None
+        tracefile.write_text(path, text)
+    except tracefile.TraceFileError as exc:
+        raise UserError(str(exc)) from None

@@ -1,4 +1,4 @@
-"""``rmqha fuzz``: a fuzz campaign on Spark (``rmqha.spark_fuzz``), from the command line.
+"""``rmqha fuzz``: a fuzz campaign on Spark (``rmqha.spark_fuzz``).
 
     rmqha fuzz [--budget SECONDS | --seeds N] [--master URL] [--config FILE] [--profile P] [--bug NAME]...
                [--fix NAME|all]... [--guided | --unguided | --compare] [--seed-start N] [--steps K] [--out DIR]
@@ -22,17 +22,24 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from rmqha.files import UserError, load_config_aside
 from rmqha.impl import bugs as B
-from rmqha.impl.config import PROFILES, config_from_dict
+from rmqha.impl.sim.config import PROFILES, config_from_dict
+from rmqha.impl.sim.scenarios import precursors_off
+from rmqha.spark_fuzz.campaign import Campaign, CampaignError, CampaignOptions, options_from
+from rmqha.spark_fuzz.outputs import write_tables
+from rmqha.spark_fuzz.report import write_report
+from rmqha.spark_fuzz.session import spark_session
+
+from .common import Handler
+from .doctor import java_status
+from .files import UserError, load_config_aside
 
 DEFAULT_OUT = "runs/fuzz"
 DEFAULT_BUDGET = 60.0
 PLAIN_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
 
 
-def add_parser(sub: Any) -> None:
-    """Register ``fuzz`` on the ``rmqha`` subcommand parser."""
+def register(sub: Any) -> dict[str, Handler]:
     f = sub.add_parser("fuzz", help="a fuzz campaign on Spark: swarm faults, coverage guidance, shrunk findings, "
                                     "Parquet tables and an HTML report")
     stop = f.add_mutually_exclusive_group()
@@ -57,9 +64,11 @@ def add_parser(sub: Any) -> None:
                                                       "is resumed")
     f.add_argument("--no-shrink", action="store_true", help="record violations without shrinking them")
     f.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return {"fuzz": cmd_fuzz}
 
 
-def _config(path: str | None, profile: str | None, names: list[str]) -> tuple[dict[str, Any], str, dict | None]:
+def _config(path: str | None, profile: str | None,
+            names: list[str]) -> tuple[dict[str, Any], str, dict[str, Any] | None]:
     """The run config (profile, file, expected-loss settings) as a dict, its profile, and the [fuzz] table."""
     cfg, profile, tables = load_config_aside(path, profile, ("fuzz",))
     cfg = config_from_dict(B.config_overlay(names), cfg)
@@ -74,10 +83,6 @@ def _progress_bar(quiet: bool) -> Progress:
 
 
 def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
-    from rmqha.impl.scenarios import precursors_off
-    from rmqha.javacheck import java_status
-    from rmqha.spark_fuzz.campaign import options_from
-
     if args.seeds is not None and args.seeds <= 0:
         raise UserError("--seeds must be positive")
     if args.budget is not None and args.budget <= 0:
@@ -108,9 +113,7 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
     except OSError as exc:
         raise UserError(f"cannot create {args.out}: {exc.strerror}") from None
 
-    from pyspark.sql import SparkSession
-
-    from rmqha.spark_fuzz.session import spark_session
+    from pyspark.sql import SparkSession  # lazy: pyspark (490 MB, a JVM) loads only for a campaign
 
     err = Console(stderr=True)
     if not args.json:
@@ -124,11 +127,7 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
             spark.stop()
 
 
-def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: Any) -> int:
-    from rmqha.spark_fuzz.campaign import Campaign, CampaignError
-    from rmqha.spark_fuzz.outputs import write_tables
-    from rmqha.spark_fuzz.report import write_report
-
+def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: CampaignOptions) -> int:
     bar = _progress_bar(args.json)
     plain = not args.json and not sys.stderr.isatty()
     last = [0.0]

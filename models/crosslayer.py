@@ -21,10 +21,12 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from rmqha.impl.catalogue import BY_ID
-from rmqha.impl.config import config_from_dict, default_config
+from rmqha.impl.invariants import BY_ID
+from rmqha.impl.sim.actions import Action
+from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import RunResult, run
-from rmqha.models.trace_io import TLA_TO_ID
+
+from .trace_io import TLA_TO_ID
 
 ENV_ACTIONS = ("Produce", "Crash", "Restart", "Partition", "Heal", "AdminElect")
 
@@ -32,7 +34,7 @@ ENV_ACTIONS = ("Produce", "Crash", "Restart", "Partition", "Heal", "AdminElect")
 @dataclass
 class Translation:
     config: dict[str, Any]
-    schedule: list[dict[str, Any]]
+    schedule: list[Action]
     enabled: list[str]  # catalogue ids checked (those the model trace checked)
     expect: str | None  # catalogue id the model trace violates
     mapping: dict[str, str]  # model broker -> simulator node
@@ -54,13 +56,13 @@ def _first_master(steps: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _holds(nodes: list[str], first: str) -> list[dict[str, Any]]:
+def _holds(nodes: list[str], first: str) -> list[Action]:
     return [{"t": 0, "do": "partition", "id": f"ha-{n}",
              "links": [[a, b] for o in nodes if o != n for a, b in ((n, o), (o, n))]}
             for n in nodes if n != first]
 
 
-def _probe_first_master(settings: dict[str, Any], holds: list[dict[str, Any]], seed: int, until: int) -> str | None:
+def _probe_first_master(settings: dict[str, Any], holds: list[Action], seed: int, until: int) -> str | None:
     cfg = config_from_dict(settings, default_config("safe"))
     res = run(cfg, seed, 100_000, schedule=holds, max_time=until)
     for line in (res.text or "").splitlines()[1:-1]:
@@ -100,7 +102,10 @@ def translate(objs: list[dict[str, Any]], *, seed: int = 1, start_ms: int = 6000
         if not act:
             continue
         kind, args = act[0], act[1:]
-        node = mapping.get(str(args[0])) if args else None
+        named = mapping.get(str(args[0])) if args else None
+        if kind in ("Handshake", "Crash", "Restart", "Partition", "Heal") and named is None:
+            raise ValueError(f"step {st.get('i')}: {kind} names no broker of the trace")
+        node = str(named)
         if kind == "Handshake" and node not in handshaken:
             handshaken.add(node)
             schedule.append({"t": t, "do": "heal", "id": f"ha-{node}"})

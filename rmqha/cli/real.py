@@ -26,8 +26,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from rmqha.files import UserError, read_toml
-from rmqha.impl.config import ConfigError
+from rmqha.impl.sim.config import ConfigError
 from rmqha.real import control as C
 from rmqha.real import maven, netns
 from rmqha.real import observe as O
@@ -37,14 +36,17 @@ from rmqha.real.repros import REPROS
 from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
 
+from .common import Handler
+from .files import UserError, read_toml
+
 DEFAULT_DIR = "runs/real"
 DEFAULT_TEST_DIR = "runs/real-test"
 SIGNALS = ("KILL", "STOP", "CONT", "TERM")
 
 
-def add_parser(sub: Any) -> None:
+def register(sub: Any) -> dict[str, Handler]:
     r = sub.add_parser("real", help="real RocketMQ from Maven Central: fetch, up, status, faults, down (docs/real.md)")
-    rs = r.add_subparsers(dest="real_cmd", required=True, parser_class=type(r))
+    rs = r.add_subparsers(dest="real_cmd", required=True, parser_class=type(r))  # one-line errors, as `rmqha`
 
     def with_dir(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
         p.add_argument("--dir", default=DEFAULT_DIR, help=f"the run's folder (default {DEFAULT_DIR})")
@@ -123,6 +125,7 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--down", type=float, default=5.0, help="seconds a killed / paused / cut node stays so (default 5)")
     t.add_argument("--settle", type=float, default=60.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
+    return {"real": cmd_real}
 
 
 # ----------------------------------------------------------------------------------------------- helpers

@@ -47,16 +47,19 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.catalogue import BY_ID, Checker
-from rmqha.impl.config import ConfigError, config_from_dict
+from rmqha.impl.invariants import BY_ID, Checker, Coverage
+from rmqha.impl.observations import Observation
 from rmqha.impl.sim.abstraction import brokers_state, controller_part, controller_view, id_index, mask
+from rmqha.impl.sim.config import ConfigError, config_from_dict
 from rmqha.impl.sim.world import Simulation, Violation
-from rmqha.models import controller_mode as M
-from rmqha.models.controller_mode import NONE, ModelConfig, State
+
+from . import controller_mode as M
+from .controller_mode import NONE, Label, ModelConfig, State
 
 FIX_CONSTANTS = {
     B.FIX_UNION_KEEPS_ALL_PROPOSALS: "FixUnionKeepsAllProposals",
@@ -91,8 +94,8 @@ class Divergence:
 class Report:
     steps: int = 0
     divergence: Divergence | None = None
-    actions: Counter = field(default_factory=Counter)
-    extensions: Counter = field(default_factory=Counter)
+    actions: Counter[str] = field(default_factory=Counter[str])
+    extensions: Counter[str] = field(default_factory=Counter[str])
     violation: str | None = None
     seconds: float = 0.0
 
@@ -114,7 +117,7 @@ class _Diverged(Exception):
 class _EventTap:
     """A recorder that keeps nothing: it only makes the simulator describe each step's event."""
 
-    def step(self, i: int, t: int, event: dict[str, Any], obs: list[dict[str, Any]]) -> None:
+    def step(self, i: int, t: int, event: Mapping[str, Any], obs: Sequence[Mapping[str, Any]]) -> None:
         pass
 
     def finish(self, sim: Simulation) -> None:
@@ -124,21 +127,26 @@ class _EventTap:
 def model_config(header: dict[str, Any]) -> ModelConfig:
     """The model's constants for a trace: its cluster and settings, the fixes the model knows, no bounds."""
     cfg = header["config"]
-    fixes = {FIX_CONSTANTS[b]: True for b in header.get("bugs", []) if b in FIX_CONSTANTS}
+    fixes: dict[str, Any] = {FIX_CONSTANTS[b]: True for b in header.get("bugs", []) if b in FIX_CONSTANTS}
     return ModelConfig(Brokers=int(cfg["cluster"]["brokers"]), MaxMsgs=BIG, MaxCrashes=BIG, MaxPartitions=BIG,
                        MaxAdminElect=BIG, MaxLagShrinks=BIG,
                        Unclean=bool(cfg["controller"]["enableElectUncleanMaster"]),
                        AllAck=bool(cfg["store"]["allAckInSyncStateSet"]), **fixes)
 
 
-def _label(label: tuple) -> str:
-    return label[0] + ("(" + ", ".join(str(x) for x in label[1:]) + ")" if len(label) > 1 else "")
+def _log_of(n: int) -> tuple[tuple[int, int], ...]:
+    """A log of ``n`` entries for the model, where only its length is read: a range stands in for the entries."""
+    return range(n)  # type: ignore[return-value]  # a Sequence of the right length is all the model reads here
+
+
+def _label(label: Label) -> str:
+    return str(label[0]) + ("(" + ", ".join(str(x) for x in label[1:]) + ")" if len(label) > 1 else "")
 
 
 class Validator:
     """Checks each simulator step against the model (install with ``checker_factory``)."""
 
-    def __init__(self, sim: Simulation, cfg: ModelConfig, inner: Any = None) -> None:
+    def __init__(self, sim: Simulation, cfg: ModelConfig, inner: Checker | None = None) -> None:
         self.sim = sim
         self.cfg = cfg
         self.inner = inner
@@ -155,10 +163,10 @@ class Validator:
     # ------------------------------------------------------------------------------- plumbing
 
     @property
-    def coverage(self) -> Any:
-        return self.inner.coverage
+    def coverage(self) -> Coverage:
+        return self.inner.coverage if self.inner is not None else Coverage()
 
-    def after_step(self, obs: list[dict[str, Any]]) -> None:
+    def after_step(self, obs: list[Observation]) -> None:
         if self.report.divergence is None:
             try:
                 self._validate(obs)
@@ -169,27 +177,27 @@ class Validator:
         if self.report.divergence is not None and self.sim.violation is None:
             self.sim.violation = _STOP
 
-    def _abstract(self, obs: list[dict[str, Any]]) -> dict[str, Any]:
+    def _abstract(self, obs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The abstraction after this step, recomputing only what the step could have changed."""
         sim, pre = self.sim, self.prev
         full = pre is None or sim.acted
         ctl_moved = full or any(o["k"] in ("ctl.apply", "ctl.replay") for o in obs)
         if not ctl_moved and not any(b in sim.touched for b in sim.brokers):
-            return pre  # type: ignore[return-value]
+            return pre  # type: ignore[return-value]  # not full: pre is not None
         if ctl_moved:
             snap = controller_view(sim)
             self.ctl_snap = snap if snap is not None else self.ctl_snap
             self._index = id_index(sim, self.ctl_snap)
             ctl = controller_part(self.ctl_snap, self._index)
         else:
-            ctl = {k: pre[k] for k in CTL_VARS}  # type: ignore[index]
+            ctl = {k: pre[k] for k in CTL_VARS}  # type: ignore[index]  # as above
         return {**ctl, "ctlSnapshot": self.ctl_snap, **brokers_state(sim, self._index)}
 
     def _state(self, a: dict[str, Any]) -> State:
         return State(
             ctlMaster=a["ctlMaster"], ctlME=a["ctlME"], ctlSSS=a["ctlSSS"], ctlSE=a["ctlSE"],
             registered=a["registered"], reqs=(), alive=a["alive"], reach=a["reach"], role=a["role"], bME=a["bME"],
-            bSE=a["bSE"], local=a["local"], remote=a["remote"], log=tuple(range(x) for x in a["log"]),
+            bSE=a["bSE"], local=a["local"], remote=a["remote"], log=tuple(_log_of(x) for x in a["log"]),
             epochs=a["epochs"], flushed=a["flushed"], confirm=a["confirm"], conn=a["conn"], ack=a["ack"], sent=0,
             acked=0, pend=(), nCrash=0, nPart=0, nAdmin=0, nShrink=0)
 
@@ -207,7 +215,7 @@ class Validator:
 
     # ---------------------------------------------------------------------------------- a step
 
-    def _validate(self, obs: list[dict[str, Any]]) -> None:
+    def _validate(self, obs: Sequence[Mapping[str, Any]]) -> None:
         self.report.steps = self.sim.step
         pre = self.prev
         post = self._abstract(obs)
@@ -226,8 +234,8 @@ class Validator:
         if post is pre and not relevant:
             return  # nothing checked moved: a stutter
         s = self._state(pre)
-        ev = self.sim._step_event or {}
-        if ev.get("ev") == "act":
+        ev = self.sim._step_event
+        if ev is not None and ev["ev"] == "act":
             s = self._act(s, ev["act"], post)
         elif not relevant and all(pre[k] == post[k] for k in CTL_VARS + BROKER_VARS):
             self._record_history(post)
@@ -264,14 +272,14 @@ class Validator:
 
     # ------------------------------------------------------------------------------ environment
 
-    def _act(self, s: State, act: dict[str, Any], post: dict[str, Any]) -> State:
+    def _act(self, s: State, act: Mapping[str, Any], post: dict[str, Any]) -> State:
         do, node = act.get("do"), act.get("node")
         if node in self.sim.brokers:
             b = self.sim.brokers.index(node)
             if do == "crash" and s.alive[b]:
                 self._took("Crash")
                 return M._crashed(s, self.cfg, b, bool(act.get("powerLoss")))._replace(
-                    log=M._set(s.log, b, range(post["log"][b])), flushed=M._set(s.flushed, b, post["flushed"][b]))
+                    log=M._set(s.log, b, _log_of(post["log"][b])), flushed=M._set(s.flushed, b, post["flushed"][b]))
             if do == "restart" and not s.alive[b]:
                 self._took("Restart")
                 return s._replace(alive=M._set(s.alive, b, True))
@@ -279,7 +287,7 @@ class Validator:
 
     # ------------------------------------------------------------------------------- controller
 
-    def _ctl_apply(self, s: State, ob: dict[str, Any]) -> State:
+    def _ctl_apply(self, s: State, ob: Mapping[str, Any]) -> State:
         ev = ob["event"]
         typ = ev["type"]
         index = id_index(self.sim, ob.get("after") or ob.get("before") or self.ctl_snap)
@@ -305,10 +313,10 @@ class Validator:
         _, ranks = self.basis.get(entry, ({}, {}))
         return self._validated_on(s, entry)._replace(
             epochs=tuple(((ranks[i][0], 0),) if i in ranks else () for i in range(self.n)),
-            log=tuple(range(max(0, ranks[i][1])) if i in ranks else range(0) for i in range(self.n)))
+            log=tuple(_log_of(max(0, ranks[i][1])) if i in ranks else _log_of(0) for i in range(self.n)))
 
-    def _elect(self, s: State, ob: dict[str, Any], ev: dict[str, Any], after: dict[str, int],
-               index: dict[int, int]) -> State:
+    def _elect(self, s: State, ob: Mapping[str, Any], ev: Mapping[str, Any], after: dict[str, Any],
+               index: dict[Any, int]) -> State:
         ctx = ob.get("ctx") or {}
         e = self._elect_state(s, ob["index"])
         target = (after["ctlMaster"], after["ctlME"], after["ctlSSS"], after["ctlSE"])
@@ -327,7 +335,7 @@ class Validator:
         if not ev.get("newMasterElected") and not any(e.alive[i] for i in M.members(e.registered)):
             self._ext("ElectOnInactive")  # onBrokerInactive -> triggerElectMaster: no scan for a live broker first
             return s._replace(ctlMaster=NONE, ctlME=after["ctlME"])
-        cands: list[tuple[tuple, State]] = list(M.controller_elect(e, self.cfg))
+        cands: list[tuple[Label, State]] = list(M.controller_elect(e, self.cfg))
         if requester in self.sim.brokers and e.ctlMaster == NONE and e.ctlME > 0:
             # BrokerElect: the requester reached the controller (its heartbeat may have lapsed: the guard's
             # "alive" is the request's arrival); the candidates are the model's, on the controller's liveness
@@ -355,13 +363,13 @@ class Validator:
                    f"{[_name(self.sim, x) for x in policy] or 'none'}", e)
         return s
 
-    def _alter(self, s: State, ob: dict[str, Any], after: dict[str, int], index: dict[int, int]) -> State:
+    def _alter(self, s: State, ob: Mapping[str, Any], after: dict[str, Any], index: dict[Any, int]) -> State:
         ctx = ob.get("ctx") or {}
         requester = ctx.get("requester")
         frm = self.sim.brokers.index(requester) if requester in self.sim.brokers else \
             index.get(ctx.get("masterBrokerId"), NONE)
         new = mask(ctx.get("newSyncStateSet"), index)
-        req = (frm, ctx.get("masterEpoch"), ctx.get("syncStateSetEpoch"), new)
+        req: tuple[int, Any, Any, int] = (frm, ctx.get("masterEpoch"), ctx.get("syncStateSetEpoch"), new)
         e = self._validated_on(s, ob["index"])._replace(reqs=(req,))
         outcome = M.alter_outcome(e, self.cfg, req)
         if outcome:
@@ -378,8 +386,8 @@ class Validator:
 
     # ----------------------------------------------------------------------------------- brokers
 
-    def _brokers(self, s: State, obs: list[dict[str, Any]]) -> State:
-        by: dict[int, list[dict[str, Any]]] = {}
+    def _brokers(self, s: State, obs: Sequence[Mapping[str, Any]]) -> State:
+        by: dict[int, list[Mapping[str, Any]]] = {}
         for ob in obs:
             n = ob.get("n")
             if n in self.sim.brokers and ob["k"] in ("brk.role", "brk.sss", "store.truncate-invalid", "ha.truncate",
@@ -389,14 +397,14 @@ class Validator:
             s = self._broker_step(s, b, mine)
         return s
 
-    def _broker_step(self, s: State, b: int, mine: list[dict[str, Any]]) -> State:
+    def _broker_step(self, s: State, b: int, mine: list[Mapping[str, Any]]) -> State:
         kinds = [o["k"] for o in mine]
         role = next((o for o in mine if o["k"] == "brk.role"), None)
         sss = next((o for o in mine if o["k"] == "brk.sss"), None)
         for o in mine:
             if o["k"] == "store.truncate-invalid":
                 self._ext("DropTornTail")
-                s = s._replace(log=M._set(s.log, b, range(o["at"])),
+                s = s._replace(log=M._set(s.log, b, _log_of(o["at"])),
                                epochs=M._set(s.epochs, b, M.truncate_suffix_by_offset(s.epochs[b], o["at"])))
         if role is not None and role.get("aborted"):
             # QUIRK-ROLE-NO-ID (ReplicasManager.changeToSlave): the epoch moves, the role change stops half way
@@ -411,8 +419,8 @@ class Validator:
                 self._expand(s, b, o)
         return s
 
-    def _sync(self, s: State, b: int, role: dict[str, Any] | None, sss: dict[str, Any] | None) -> State:
-        index = id_index(self.sim, self.ctl_snap)
+    def _sync(self, s: State, b: int, role: Mapping[str, Any] | None, sss: Mapping[str, Any] | None) -> State:
+        index: dict[Any, int] = id_index(self.sim, self.ctl_snap)
         sss_mask = mask(sss["syncStateSet"], index) if sss is not None else 0
         if role is not None:
             me = role["masterEpoch"]
@@ -442,7 +450,7 @@ class Validator:
         return t._replace(ctlMaster=saved[0], ctlME=saved[1], ctlSSS=saved[2], ctlSE=saved[3], alive=saved[4],
                           reach=saved[5], registered=saved[6])
 
-    def _handshake(self, s: State, b: int, mine: list[dict[str, Any]]) -> State:
+    def _handshake(self, s: State, b: int, mine: list[Mapping[str, Any]]) -> State:
         tr = next((o for o in mine if o["k"] == "ha.truncate"), None)
         done = next((o for o in mine if o["k"] == "ha.handshake-done"), None)
         m = s.role[b]
@@ -466,9 +474,9 @@ class Validator:
                 n = p
             ep = M.truncate_suffix_by_offset(ep, p)
         self._took("Handshake")
-        return s._replace(log=M._set(s.log, b, range(n)), epochs=M._set(s.epochs, b, ep), conn=M._set(s.conn, b, m))
+        return s._replace(log=M._set(s.log, b, _log_of(n)), epochs=M._set(s.epochs, b, ep), conn=M._set(s.conn, b, m))
 
-    def _transfer(self, s: State, ob: dict[str, Any]) -> None:
+    def _transfer(self, s: State, ob: Mapping[str, Any]) -> None:
         """A batch [offset, offset+size) lies in one epoch entry of the master; its header names that entry (or,
         RocketMQ builds it after switching, the next one, starting exactly at the batch's end)."""
         if ob.get("epoch") is None:
@@ -488,7 +496,7 @@ class Validator:
                        f"the batch in {cover} .. {last}", s)
         self._took("Transfer")
 
-    def _expand(self, s: State, b: int, ob: dict[str, Any]) -> None:
+    def _expand(self, s: State, b: int, ob: Mapping[str, Any]) -> None:
         """``maybeExpandInSyncStateSet``: the model's SlaveAck guard (ack >= confirmOffset, >= last epoch start)."""
         ep = s.epochs[b]
         start = ep[-1][1] if ep else 0
@@ -519,7 +527,8 @@ class Validator:
                 self._fail("(none)", f"{k}[{self.sim.brokers[b]}] changed with no model action to explain it",
                            f"model {want}, implementation {got}", self._state(pre))
 
-    def _epoch_append(self, s: State, b: int, want: tuple, got: tuple, post: dict[str, Any]) -> bool:
+    def _epoch_append(self, s: State, b: int, want: tuple[Any, ...], got: tuple[Any, ...],
+                      post: dict[str, Any]) -> bool:
         """A slave's epoch cache changed outside a handshake: a transfer header's entry appended (the model's
         Transfer), or entries past the log end dropped (``DropTornTail`` on the READY loop). A header names an
         entry its master held (heartbeat frames carry headers too, unobserved)."""
@@ -528,8 +537,10 @@ class Validator:
             self._ext("DropTornTail")
             return True
         replace = self.cfg.FixEpochEqReplacesEmpty  # F-EPOCH-EQ-SPLICE's fix: the new entry may replace the last
-        return bool(got) and tuple(got[-1]) in self.headers and any(
-            M.append_entry(prior, *got[-1], replace) == got for prior in (base, want))
+        if not got or tuple(got[-1]) not in self.headers:
+            return False
+        epoch, start = got[-1]
+        return any(M.append_entry(prior, epoch, start, replace) == got for prior in (base, want))
 
 
 _STOP = Violation("CONFORMANCE", -1, -1, "diverged from the model", {})  # ends the run at a divergence

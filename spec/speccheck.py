@@ -1,28 +1,37 @@
-"""``rmqha check`` and ``rmqha model-check``: run the spec's configs with TLC or the model's BFS, against
-``spec/manifest.json`` (expected outcome and measured counts per config), and write counterexamples as model
-traces in the kit's format."""
+"""The spec's configs under TLC and under the model (``rmqha check``, ``rmqha model-check``): run them with TLC or
+the model's BFS against ``spec/manifest.json`` (expected outcome and measured counts per config), and write
+counterexamples as model traces in the kit's format."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from rmqha.files import UserError
 from rmqha.impl.trace import canonical
-from rmqha.models.controller_mode import ModelConfig
-from rmqha.models.explore import bfs
+from rmqha.models.controller_mode import Label, ModelConfig
+from rmqha.models.explore import bfs, random_walks
+from rmqha.models.properties import ACTION_PROPERTIES, INVARIANTS
 from rmqha.models.trace_io import (
     broker_names,
     first_violation,
     model_trace_lines,
     replay_states,
     state_from_tla,
+    state_to_json,
 )
-from rmqha.tlc import TLAValueError, read_cfg, run_tlc, simulate_tlc
 
-SPEC_DIR = Path(__file__).resolve().parent.parent / "spec"
+from . import SPEC_DIR
+from .tlc import TLAValueError, read_cfg, run_tlc, simulate_tlc
+
+
+class SpecError(ValueError):
+    """A missing manifest, an unknown config or an unreadable ``.cfg``: the message is one line."""
+
+
 PROP_PREFIX = "Prop_"
 SIM_DEPTH, SIM_WALKS = 60, 2000  # simulate configs: behaviours of at most SIM_DEPTH steps, SIM_WALKS of them
 
@@ -30,8 +39,9 @@ SIM_DEPTH, SIM_WALKS = 60, 2000  # simulate configs: behaviours of at most SIM_D
 def load_manifest(spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
     path = spec_dir / "manifest.json"
     if not path.exists():
-        raise UserError(f"no spec manifest at {path}")
-    return json.loads(path.read_text())
+        raise SpecError(f"no spec manifest at {path}")
+    manifest: dict[str, Any] = json.loads(path.read_text())
+    return manifest
 
 
 def resolve(targets: list[str], manifest: dict[str, Any], ci_only: bool = False) -> list[str]:
@@ -43,7 +53,7 @@ def resolve(targets: list[str], manifest: dict[str, Any], ci_only: bool = False)
     for t in targets:
         name = Path(t).name.removesuffix(".cfg")
         if name not in configs:
-            raise UserError(f"unknown spec config {t!r} (known: {', '.join(configs)})")
+            raise SpecError(f"unknown spec config {t!r} (known: {', '.join(configs)})")
         out.append(name)
     return out
 
@@ -52,7 +62,7 @@ def model_config(name: str, spec_dir: Path = SPEC_DIR) -> tuple[ModelConfig, dic
     try:
         cfgd = read_cfg(spec_dir / f"{name}.cfg")
     except (OSError, TLAValueError) as exc:
-        raise UserError(f"cannot read {name}.cfg: {exc}") from None
+        raise SpecError(f"cannot read {name}.cfg: {exc}") from None
     return ModelConfig.from_constants(cfgd["constants"]), cfgd
 
 
@@ -62,7 +72,7 @@ def checked_names(cfgd: dict[str, Any]) -> list[str]:
 
 
 def run_one_tlc(name: str, manifest: dict[str, Any], *, workers: int = 1, seed: int = 1,
-                on_progress: Callable[[dict], None] | None = None, trace_dir: Path | None = None,
+                on_progress: Callable[[dict[str, Any]], None] | None = None, trace_dir: Path | None = None,
                 spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
     """Run one config with TLC; compare with the manifest; convert a counterexample into a model trace."""
     entry = manifest["configs"][name]
@@ -123,7 +133,7 @@ def _trace_header(name: str, entry: dict[str, Any], cfgd: dict[str, Any]) -> dic
 
 def _temporal_violated(cfg: ModelConfig, checked: list[str], states: list[Any], loop: int | None) -> str | None:
     """TLC says only "temporal properties were violated": name the first checked one the lasso violates."""
-    from rmqha.models.liveness import LIVENESS, check_lasso
+    from rmqha.models.liveness import LIVENESS, check_lasso  # lazy: networkx takes about a second to import
 
     return next((p for p in checked if p in LIVENESS and check_lasso(cfg, p, states, loop)[0]), None)
 
@@ -132,7 +142,7 @@ def _replay_lasso(name: str, entry: dict[str, Any], cfg: ModelConfig, cfgd: dict
                   loop: int | None, violated: str | None, trace_dir: Path | None) -> dict[str, Any]:
     """Check TLC's lasso on the model (every step a model step, the loop fair, the property violated) and write
     it as a model trace whose footer names the loop."""
-    from rmqha.models.liveness import check_lasso
+    from rmqha.models.liveness import check_lasso  # lazy: networkx, as above
 
     if violated is None:
         return {"modelReplay": {"ok": False, "error": "the lasso violates none of the checked properties"}}
@@ -158,8 +168,6 @@ def cfg_constants_json(cfgd: dict[str, Any]) -> dict[str, Any]:
 
 def write_model_trace(path: Path, objs: list[dict[str, Any]]) -> None:
     """Write a model trace with the footer's hash over every line before it (as ``TraceRecorder`` does)."""
-    import hashlib
-
     path.parent.mkdir(parents=True, exist_ok=True)
     h = hashlib.sha256()
     lines = []
@@ -173,8 +181,6 @@ def write_model_trace(path: Path, objs: list[dict[str, Any]]) -> None:
 
 def replay_model_trace(objs: list[dict[str, Any]]) -> tuple[bool, str]:
     """Re-run a model trace on the model: (reproduced, one line)."""
-    from rmqha.models.trace_io import state_to_json
-
     header, steps, footer = objs[0], objs[1:-1], objs[-1]
     cfg = ModelConfig.from_constants({k: (frozenset(v) if isinstance(v, list) else v)
                                       for k, v in header["constants"].items()})
@@ -185,7 +191,7 @@ def replay_model_trace(objs: list[dict[str, Any]]) -> tuple[bool, str]:
         return False, str(exc)
     want = footer.get("violation")
     if want is not None and "loop" in want:  # a liveness lasso
-        from rmqha.models.liveness import check_lasso
+        from rmqha.models.liveness import check_lasso  # lazy: networkx, as above
 
         loop = None if want["loop"] == "stutter" else int(want["loop"])
         ok, line = check_lasso(cfg, want["tla"], [s for _, s in path], loop)
@@ -199,20 +205,16 @@ def replay_model_trace(objs: list[dict[str, Any]]) -> tuple[bool, str]:
     return False, f"recorded violation {want}, replay gives {got}"
 
 
-def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callable[[dict], None] | None = None,
+def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callable[[dict[str, Any]], None] | None = None,
                 spec_dir: Path = SPEC_DIR) -> dict[str, Any]:
     """The model's BFS on a config's constants and checked names (symmetry as the cfg says unless given)."""
     cfg, cfgd = model_config(name, spec_dir)
     names = checked_names(cfgd)
-    from rmqha.models.properties import ACTION_PROPERTIES, INVARIANTS
-
     mode = load_manifest(spec_dir)["configs"].get(name, {}).get("mode")
     if mode == "liveness":
         return _model_check_liveness(name, cfg, names)
     invs, props = [n for n in names if n in INVARIANTS], [n for n in names if n in ACTION_PROPERTIES]
     if mode == "simulate":  # the model's random walks, as TLC -simulate: same depth, seeded
-        from rmqha.models.explore import random_walks
-
         res: Any = random_walks(cfg, seed=1, walks=SIM_WALKS, depth=SIM_DEPTH, invariants=invs, properties=props,
                                 on_progress=on_progress)
         sym = True
@@ -225,16 +227,14 @@ def model_check(name: str, *, symmetry: bool | None = None, on_progress: Callabl
     return out
 
 
-def _labels(steps: list[tuple[tuple | None, Any]]) -> list[list[Any] | None]:
+def _labels(steps: list[tuple[Label | None, Any]]) -> list[list[Any] | None]:
     """The action labels of (label, state) steps, as JSON."""
     return [list(lab) if lab else None for lab, _ in steps]
 
 
 def _model_check_liveness(name: str, cfg: ModelConfig, names: list[str]) -> dict[str, Any]:
     """The model's state graph (no symmetry) and its fair-lasso search for the config's liveness properties."""
-    import time
-
-    from rmqha.models import liveness
+    from rmqha.models import liveness  # lazy: networkx, as above
 
     t0 = time.monotonic()
     res = liveness.check(cfg, names)

@@ -1,4 +1,4 @@
-"""``rmqha cluster``: a local controller-mode cluster of real processes on 127.0.0.1 (``rmqha.cluster``).
+"""``rmqha cluster``: a local controller-mode cluster of real processes on 127.0.0.1 (the runtime is ``rmqha.cluster``).
 
     rmqha cluster up [--dir D] [--config FILE] [--profile P] [--bug NAME]... [--fix NAME|all]... [--seed N]
     rmqha cluster status [--dir D] [--watch SECONDS] [--json]
@@ -23,16 +23,21 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from rmqha.files import UserError, read_toml
+from rmqha.cluster import control as C
+from rmqha.cluster.run import RunOptions, run_test
+from rmqha.cluster.spec import ClusterSpec, load, local_config
 from rmqha.impl import bugs as B
-from rmqha.impl.config import PROFILES, Config, ConfigError
+from rmqha.impl.sim.config import PROFILES, Config, ConfigError
+
+from .common import Handler
+from .files import UserError, read_toml
 
 DEFAULT_DIR = "runs/cluster"
 DEFAULT_TEST_DIR = "runs/cluster-test"
 SIGNALS = {"KILL": signal.SIGKILL, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT, "TERM": signal.SIGTERM}
 
 
-def add_parser(sub: Any) -> None:
+def register(sub: Any) -> dict[str, Handler]:
     c = sub.add_parser("cluster", help="a local cluster of real processes on 127.0.0.1: up, status, faults, and a "
                                        "checked test run (docs/cluster.md)")
     cs = c.add_subparsers(dest="cluster_cmd", required=True, parser_class=type(c))  # one-line errors, as `rmqha`
@@ -78,12 +83,11 @@ def add_parser(sub: Any) -> None:
     t.add_argument("--down", type=float, default=4.0, help="seconds a killed / paused / cut master stays so")
     t.add_argument("--settle", type=float, default=20.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
+    return {"cluster": cmd_cluster}
 
 
 def cluster_config(path: str | None, profile: str | None, bugs: list[str], fixes: list[str]) -> tuple[Config, str,
                                                                                                        frozenset[str]]:
-    from rmqha.cluster.spec import local_config
-
     data: dict[str, Any] = read_toml(path) if path else {}
     profile = profile or data.pop("profile", None) or "safe"
     data.pop("profile", None)
@@ -105,9 +109,6 @@ def cluster_config(path: str | None, profile: str | None, bugs: list[str], fixes
 
 
 def cmd_cluster(args: argparse.Namespace, out: Console) -> int:
-    from rmqha.cluster import control as C
-    from rmqha.cluster.spec import load
-
     try:
         folder = Path(args.dir)
         if args.cluster_cmd == "up":
@@ -129,10 +130,10 @@ def cmd_cluster(args: argparse.Namespace, out: Console) -> int:
         elif args.cluster_cmd == "partition":
             a = args.nodes.split(",")
             b = args.others.split(",") if args.others else [n for n in spec.nodes if n not in a]
-            pid = args.id or f"p{len(C.proxy_call(spec, {'op': 'status'})['partitions']) + 1}"
+            part = args.id or f"p{len(C.proxy_call(spec, {'op': 'status'})['partitions']) + 1}"
             links = C.links(spec, a, b, args.one_way)
-            C.proxy_call(spec, {"op": "partition", "id": pid, "links": links})
-            out.print(f"partition {pid}: {len(links)} links cut ({'one way' if args.one_way else 'both ways'})")
+            C.proxy_call(spec, {"op": "partition", "id": part, "links": links})
+            out.print(f"partition {part}: {len(links)} links cut ({'one way' if args.one_way else 'both ways'})")
         elif args.cluster_cmd == "heal":
             left = C.proxy_call(spec, {"op": "heal", "id": args.id})["partitions"]
             out.print(f"healed; partitions left: {', '.join(left) or 'none'}")
@@ -144,9 +145,7 @@ def cmd_cluster(args: argparse.Namespace, out: Console) -> int:
         raise UserError(str(exc)) from None
 
 
-def status_table(spec: Any) -> Table:
-    from rmqha.cluster import control as C
-
+def status_table(spec: ClusterSpec) -> Table:
     pids = C.read_pids(spec)
     try:
         parts = C.proxy_call(spec, {"op": "status"})["partitions"]
@@ -159,15 +158,14 @@ def status_table(spec: Any) -> Table:
         t.add_column(col)
     for n in spec.nodes:
         pid = pids.get(n)
-        up = pid is not None and C.alive(pid)
-        state = "down" if not up else "paused" if C.paused(pid) else "up"
+        state = "down" if pid is None or not C.alive(pid) else "paused" if C.paused(pid) else "up"
         st = C.query(spec, n, 0.5) if state == "up" else None
         if state == "up" and st is None:
             state = "no answer"
         st = st or {}
         role, sss, epoch, ident = st.get("role", ""), st.get("sss", ""), st.get("masterEpoch", ""), st.get("id", "")
         if "sets" in st:
-            info = next(iter(st["sets"].values()), {})
+            info: dict[str, Any] = next(iter(st["sets"].values()), {})
             role = "leader" if st.get("leader") else "follower"
             ident, epoch, sss = f"master {info.get('master')}", info.get("masterEpoch", ""), info.get("sss", "")
         style = {"MASTER": "bold green", "SLAVE": "cyan"}.get(role, "")
@@ -176,9 +174,7 @@ def status_table(spec: Any) -> Table:
     return t
 
 
-def _cmd_status(spec: Any, args: argparse.Namespace, out: Console) -> int:
-    from rmqha.cluster import control as C
-
+def _cmd_status(spec: ClusterSpec, args: argparse.Namespace, out: Console) -> int:
     if args.json:
         pids = C.read_pids(spec)
         print(json.dumps({n: {"pid": pids.get(n), "status": C.query(spec, n, 0.5)} for n in spec.nodes}, indent=1))
@@ -195,8 +191,6 @@ def _cmd_status(spec: Any, args: argparse.Namespace, out: Console) -> int:
 
 
 def _cmd_test(args: argparse.Namespace, out: Console) -> int:
-    from rmqha.cluster.run import RunOptions, run_test
-
     cfg, profile, names = cluster_config(args.config, args.profile, args.bug, args.fix)
     if args.duration <= 0 or args.down <= 0 or args.settle <= 0:
         raise UserError("--duration, --down and --settle must be positive")

@@ -1,0 +1,167 @@
+"""What every check is handed: the cluster view, the run's history and each invariant's memory.
+
+``Context`` is the base of ``Checker`` (``checker.py``); the checks (the area modules) read it and update only
+the memory their own invariant keeps. The history (what producers saw acknowledged, what consumers read, which
+queue a key went to...) is recorded by the checker before any check of the same observation runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..broker.broker import BrokerNode
+from ..codes import BrokerRole
+from ..store.commitlog import CommitLog
+from .registry import BY_ID
+from .view import AnyBroker, ClusterView
+
+Fingerprint = tuple[Any, ...]
+
+
+@dataclass
+class Coverage:
+    """Things that happened ("sometimes" properties): counts per label."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def hit(self, label: str, n: int = 1) -> None:
+        self.counts[label] = self.counts.get(label, 0) + n
+
+
+@dataclass
+class PairCache:
+    """HA-LOG-MATCHING: how far two replicas' shared epoch is known to agree, and the generations it held for."""
+
+    verified: int = 0
+    key: tuple[int, int] = (0, 0)
+
+
+LogView = tuple[bytearray, list[tuple[int, int]], AnyBroker | None]
+"""A broker's log bytes, its epoch entries, and its process (None while down)."""
+
+LogKey = tuple[str, int, int, tuple[tuple[int, int], ...]]
+"""HA-LOG-MATCHING's view of a log as it verified it: the broker, its files' generation, the log's length and its
+epoch entries."""
+
+
+class Context:
+    """The view of the cluster, the history of the run, and the memory of each invariant."""
+
+    def __init__(self, world: ClusterView, enabled: set[str] | None = None) -> None:
+        self.world = world
+        self.enabled = set(BY_ID) if enabled is None else enabled
+        self.coverage = Coverage()
+        # ------------------------------------------------------------------ history (recorded by the checker)
+        self.acked: dict[str, int] = {}  # PUT_OK key -> time
+        self.acked_list: list[str] = []  # the same keys, in ack order
+        self.acked_pending: list[str] = []  # acknowledged since the loss checks last ran
+        self.seen: dict[str, int] = {}  # key a consumer received -> time
+        self.seen_pending: list[str] = []
+        self.key_queue: dict[str, int] = {}  # key -> the queue id of its first append
+        self.acked_queue_max = -1  # the highest queue id a PUT_OK message went to
+        self.queue_seen: dict[tuple[int, int], str] = {}  # (queueId, queueOffset) -> the first key read there
+        self.set_incarnation: dict[str, int] = {}  # broker set -> how many times it was built (a clean rebuilds it)
+        self.apply_first = True  # the current ctl.apply is the first apply of its index (a replicated group)
+        self.apply_had: tuple[tuple[int, str], str] | None = None  # what was applied first at that index, by whom
+        self.apply_key: tuple[int, str] | None = None  # ... and what the current apply is: (term, event JSON)
+        self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went
+        self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
+        self._full_recheck = True  # every state check re-runs after this step (a fault, a new master, a crash...)
+        # ----------------------------------------------------------------- memory of individual invariants
+        self.epoch_masters: dict[tuple[str, int, int], int | None] = {}  # CTL-ONE-MASTER-PER-EPOCH
+        self.ctl_epoch_marks: dict[tuple[str, int], tuple[int, int]] = {}  # CTL-EPOCH-MONO: highest (mE, sE)
+        self.term_leaders: dict[int, str] = {}  # CTL-ONE-LEADER-PER-TERM: term -> its leader
+        self.applied_results: dict[int, tuple[tuple[Any, ...], str]] = {}  # CTL-APPLY-PREFIX (jRaft results)
+        self.applied_log: dict[int, tuple[tuple[int, str], str]] = {}  # index -> ((term, event), first node)
+        self.broker_epochs: dict[tuple[str, int], tuple[int, int]] = {}  # BRK-EPOCH-MONO: (broker, inc) -> (mE, sE)
+        self.queue_contig: dict[int, int] = {}  # CLI-NO-SKIP: queueId -> the first offset the group has not read
+        self.pairs: dict[tuple[str, str, int, int], PairCache] = {}  # HA-LOG-MATCHING: verified prefix per epoch
+        self.pair_fp: dict[tuple[str, str], tuple[LogKey, LogKey]] = {}  # HA-LOG-MATCHING: a pair as last verified
+        self.logs_verified: tuple[LogKey, ...] | None = None  # HA-LOG-MATCHING: every log, when all pairs held
+        self.shared: dict[tuple[str, str], tuple[Fingerprint, Fingerprint, list[tuple[int, int, int | None,
+                                                                                  int | None]]]] = {}
+        self.sss_verified: dict[int, tuple[Any, int]] = {}  # SYNC-SSS-HOLDS-ACKED: member -> (log gen, keys checked)
+        self.last_ref: tuple[str, int] | None = None  # SYNC-NO-ACK-LOSS / SEEN: the master last checked against
+        self.loss_full = True  # ... it changed (or a full re-check): check every key, not only the pending ones
+        # ---------------------------------------------------------------------------------------- caches
+        self._id_key: tuple[Any, ...] = ()
+        self._ids_step = -1
+        self._ids: dict[int, str] = {}
+        self._disk_key_cache: dict[str, tuple[Any, dict[str, list[int]]]] = {}
+        self._ref_master: AnyBroker | None = None  # per pass (the checker resets them before each step's checks)
+        self._ref_known = False
+        self._logs: dict[str, LogView] | None = None
+
+    # --------------------------------------------------------------------------------- per pass caches
+
+    def reference_master(self) -> AnyBroker | None:
+        """The master the controller has established: named by it, up, and master at the controller's mE."""
+        if not self._ref_known:
+            self._ref_master = self._find_reference_master()
+            self._ref_known = True
+        return self._ref_master
+
+    def _find_reference_master(self) -> AnyBroker | None:
+        world = self.world
+        if world.legacy:  # 4.x: the configured master, once it is up again
+            node = world.broker(world.brokers[0])
+            return node if node is not None and node.store.role != BrokerRole.SLAVE else None
+        ctl = world.controller_node()
+        if ctl is None:
+            return None
+        info = ctl.rim.sync_state_set_info_table.get(world.broker_name)
+        if info is None or info.master_broker_id is None:
+            return None
+        name = self.broker_by_id(info.master_broker_id)
+        node = world.broker(name) if name else None
+        if not isinstance(node, BrokerNode) or node.replicas.master_epoch != info.master_epoch:
+            return None
+        if node.store.role != BrokerRole.SYNC_MASTER:
+            return None
+        return node
+
+    def logs(self) -> dict[str, LogView]:
+        """Every broker's log, epoch entries and process (from its files while it is down)."""
+        if self._logs is None:
+            out: dict[str, LogView] = {}
+            for b in self.world.brokers:
+                node = self.world.broker(b)
+                disk = self.world.disks[b]
+                if node is not None:
+                    out[b] = (disk.commitlog, node.store.epoch_cache.pairs(), node)
+                else:
+                    out[b] = (disk.commitlog, list(disk.epoch_file or []), None)
+            self._logs = out
+        return self._logs
+
+    # ----------------------------------------------------------------------------------------- lookups
+
+    def broker_by_id(self, broker_id: int) -> str | None:
+        """The broker that holds controller id ``broker_id`` on disk."""
+        world = self.world
+        if self._ids_step != world.step:  # identities only change inside a step; look once per step
+            self._ids_step = world.step
+            disks = world.disks
+            key = tuple(disks[b].broker_identity for b in world.brokers)
+            if key != self._id_key:
+                self._id_key = key
+                self._ids = {ident[2]: b for b, ident in zip(world.brokers, key) if ident is not None}
+        return self._ids.get(broker_id)
+
+    def whole_end(self, broker: str) -> int:
+        """Where the broker's whole messages end (from its files while it is down)."""
+        node = self.world.broker(broker)
+        if node is not None:
+            return node.store.commitlog.whole_end()
+        return CommitLog(self.world.disks[broker]).whole_end()
+
+    def disk_keys(self, name: str) -> dict[str, list[int]]:
+        """The message keys in a down broker's files, and where each copy starts."""
+        disk = self.world.disks[name]
+        cached = self._disk_key_cache.get(name)
+        if cached is not None and cached[0] == (disk.generation, len(disk.commitlog)):
+            return cached[1]
+        keys = CommitLog(disk).keys
+        self._disk_key_cache[name] = ((disk.generation, len(disk.commitlog)), keys)
+        return keys

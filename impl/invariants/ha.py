@@ -1,0 +1,182 @@
+"""HA invariants (HA-*, EPOCH-*): the master/slave transfer of the commit log (``AutoSwitchHAConnection``,
+``AutoSwitchHAClient``) and the epoch file that makes a returning replica's truncation safe (``EpochFileCache``)."""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+
+from ..broker.broker import BrokerNode
+from ..observations import HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate
+from .context import Context, LogView, PairCache
+from .registry import Violated, invariant, violated
+
+
+@invariant("HA-EPOCH-BOUNDARY", layer="ha", on=("ha.transfer",),
+           source="AutoSwitchHAConnection.transferToSlave; changeTransferEpochToNext",
+           exceptions="changeToMasterWhenLastRoleIsMaster keeps connections on the old epoch (#9689, fixed by #9690 "
+                      "after 5.3.3)")
+def epoch_boundary(ctx: Context, obs: HaTransfer) -> Violated | None:
+    """Every transfer batch has a non-negative size and lies in one epoch of the master (it crosses no epoch
+    boundary), and its header names an epoch entry of the master: the batch's own, or (RocketMQ builds the header
+    after switching) the next one starting exactly at the batch's end."""
+    offset, size = obs["offset"], obs["size"]
+    if size < 0:  # transferToSlave: size = epoch end - nextTransferFromWhere, with the end below the position
+        return violated(f"batch [{offset}, {offset + size}) has a negative size ({size}): it lies in no epoch of the "
+                        f"master (header epoch {obs['epoch']}, start {obs['start']})", obs=obs)
+    if obs["epoch"] is None:
+        return None
+    entries = obs["entries"]
+    starts = [s for _, s in entries]
+    idx = bisect.bisect_right(starts, offset) - 1
+    if idx < 0:
+        return violated(f"batch at {offset} precedes every epoch of the master", obs=obs)
+    epoch_end = starts[idx + 1] if idx + 1 < len(starts) else None
+    end = offset + size
+    if epoch_end is not None and end > epoch_end:
+        return violated(f"batch [{offset}, {end}) labelled epoch {obs['epoch']} crosses the start {epoch_end} of "
+                        f"epoch {entries[idx + 1][0]}", obs=obs)
+    own = tuple(entries[idx])
+    nxt = tuple(entries[idx + 1]) if idx + 1 < len(entries) else None
+    label = (obs["epoch"], obs["start"])
+    if label != own and not (nxt is not None and label == nxt and nxt[1] == end):
+        return violated(f"batch [{offset}, {end}) lies in epoch {own} but its header says {label}", obs=obs)
+    return None
+
+
+@invariant("HA-CONTIGUOUS", layer="ha", on=("ha.slave-append",),
+           source="AutoSwitchHAClient.HAClientReader (TRANSFER offset check)")
+def contiguous(ctx: Context, obs: HaSlaveAppend) -> Violated | None:
+    """A slave appends transferred bytes only at its own max offset (or anywhere when empty)."""
+    if obs["max"] != 0 and obs["offset"] != obs["max"]:
+        return violated(f"{obs.get('n')} appended bytes for offset {obs['offset']} at its end {obs['max']}", obs=obs)
+    return None
+
+
+@invariant("HA-ACK-BOUND", layer="ha", reads=("brokers",), per_broker=True,
+           source="AutoSwitchHAClient.reportSlaveMaxOffset (reports messageStore.getMaxPhyOffset after "
+                  "HAClientReader.processReadResult appended a whole frame's body)",
+           exceptions="a slave's log shrinks only in a handshake, which also resets the reported offset; a power loss "
+                      "restarts the process (and its client)")
+def ack_bound(ctx: Context, b: str, log: LogView) -> Violated | None:
+    """A slave never acks bytes it does not hold: the max offset its HA client last reported is at most its own log
+    end."""
+    node = log[2]
+    if not isinstance(node, BrokerNode):
+        return None
+    client = node.ha.client
+    if client is not None and client.conn is not None and client.current_reported_offset > node.store.max_phy_offset:
+        return violated(f"{b} reported offset {client.current_reported_offset} to its master but its log ends at "
+                        f"{node.store.max_phy_offset}", broker=b)
+    return None
+
+
+@invariant("HA-LOG-MATCHING", layer="ha", reads=("brokers",),
+           source="one master per epoch; AutoSwitchHAClient.doTruncate; EpochFileCache.appendEntry",
+           exceptions="the stale end after truncateSuffixByOffset; the #9689 quirk")
+def log_matching(ctx: Context) -> Violated | None:
+    """If two replicas hold the same epoch entry (epoch, start), their logs are byte-identical from start to the
+    smaller of the two ends of that epoch."""
+    logs = ctx.logs()
+    disks = ctx.world.disks
+    # each log as last verified: (name, file generation, length, epoch entries)
+    keys = tuple((name, disks[name].generation, len(log[0]), tuple(log[1])) for name, log in sorted(logs.items()))
+    if keys == ctx.logs_verified:
+        return None  # no log and no epoch list moved since every pair was last verified
+    ctx.logs_verified = keys
+    for i, ka in enumerate(keys):
+        a, da, ea = ka[0], logs[ka[0]][0], ka[3]
+        for kb in keys[i + 1:]:
+            bname, db, eb = kb[0], logs[kb[0]][0], kb[3]
+            if ctx.pair_fp.get((a, bname)) == (ka, kb):
+                continue  # neither log nor epoch list moved since this pair was last verified
+            ctx.pair_fp[(a, bname)] = (ka, kb)
+            shared = _shared_epochs(ctx, a, bname, ea, eb)
+            if not shared:
+                continue
+            gens = (ka[1], kb[1])
+            la, lb = ka[2], kb[2]
+            for epoch, start, next_a, next_b in shared:
+                # an epoch ends where the next one starts, or at the log end if that comes first (a power loss or a
+                # truncation can leave the epoch file naming a start past the log)
+                end_a = la if next_a is None else min(next_a, la)
+                end_b = lb if next_b is None else min(next_b, lb)
+                hi = min(end_a, end_b)
+                ckey = (a, bname, epoch, start)
+                cached = ctx.pairs.get(ckey)
+                lo = start
+                if cached is not None and cached.key == gens:
+                    lo = max(start, min(cached.verified, hi))
+                if hi > lo and da[lo:hi] != db[lo:hi]:
+                    at = next(j for j in range(lo, hi) if da[j] != db[j])
+                    ctx.pair_fp.pop((a, bname), None)  # re-checked (and reported) on the next pass
+                    ctx.logs_verified = None
+                    return violated(f"{a} and {bname} share epoch {epoch} from {start} but differ at byte {at} "
+                                    f"(epoch ends {end_a} / {end_b})", entries={a: logs[a][1], bname: logs[bname][1]})
+                ctx.pairs[ckey] = PairCache(max(hi, lo), gens)
+    return None
+
+
+def _shared_epochs(ctx: Context, a: str, b: str, ea: tuple[tuple[int, int], ...],
+                   eb: tuple[tuple[int, int], ...]) -> list[tuple[int, int, int | None, int | None]]:
+    """The (epoch, start) entries two epoch lists share, in order, each with the start of the entry after it on
+    either side (None: the epoch runs to the log end). Cached per pair until either list changes."""
+    cached = ctx.shared.get((a, b))
+    if cached is not None and cached[0] == ea and cached[1] == eb:
+        return cached[2]
+    next_a = _next_starts(ea)
+    next_b = _next_starts(eb)
+    shared = [(e, st, next_a[e], next_b[e]) for e, st in sorted(set(ea) & set(eb))]
+    ctx.shared[(a, b)] = (ea, eb, shared)
+    return shared
+
+
+def _next_starts(entries: tuple[tuple[int, int], ...]) -> dict[int, int | None]:
+    """Each epoch's next entry start, or None for the last one (whose end is the log end)."""
+    return {e: (entries[i + 1][1] if i + 1 < len(entries) else None) for i, (e, _) in enumerate(entries)}
+
+
+@invariant("HA-TRUNCATE-PREFIX", layer="ha", on=("ha.truncate", "ha.handshake-done"),
+           source="EpochFileCache.findConsistentPoint + DefaultMessageStore.truncateFiles in "
+                  "AutoSwitchHAClient.doTruncate",
+           exceptions="an empty local epoch cache truncates nothing")
+def truncate_prefix(ctx: Context, obs: HaTruncate | HaHandshakeDone) -> Violated | None:
+    """After a successful handshake the slave's log is a prefix of the log of the broker it connected to, and its
+    truncation point is not past its own log end."""
+    if obs["k"] == "ha.truncate":
+        if obs["point"] > obs["before"]:  # findConsistentPoint takes min(local end, master end): never past the log
+            return violated(f"{obs.get('n')} truncated to {obs['point']}, past its own log end {obs['before']}: it "
+                            "will report bytes it does not hold", obs=obs)
+        return None
+    world = ctx.world
+    slave = world.broker(obs.get("n", ""))
+    peer = world.ha_peer(obs["conn"]) if obs["conn"] is not None else None
+    if slave is None or peer is None:
+        return None
+    master = world.broker(peer)
+    if master is None:
+        return None
+    n = slave.store.max_phy_offset
+    mdata = master.store.commitlog.data
+    if len(mdata) < n or mdata[:n] != slave.store.commitlog.data[:n]:
+        diverge = next((i for i in range(min(n, len(mdata))) if mdata[i] != slave.store.commitlog.data[i]),
+                       min(n, len(mdata)))
+        return violated(f"after the handshake {obs.get('n')} holds {n} bytes but they differ from {peer}'s log at "
+                        f"byte {diverge} (its log has {len(mdata)})", obs=obs)
+    return None
+
+
+@invariant("EPOCH-FILE-WF", layer="ha", reads=("brokers",), per_broker=True,
+           source="EpochFileCache.appendEntry / initEntries")
+def epoch_file_wf(ctx: Context, b: str, log: LogView) -> Violated | None:
+    """A broker's epoch entries have strictly increasing epochs and starts, and each entry but the last ends where
+    the next starts."""
+    _, entries, node = log
+    for (e1, s1), (e2, s2) in itertools.pairwise(entries):
+        if not (e1 < e2 and s1 < s2):
+            return violated(f"{b} has epoch entries {entries}", broker=b)
+    if node is not None:
+        for x, y in itertools.pairwise(node.store.epoch_cache._map.values()):
+            if x.end_offset != y.start_offset:
+                return violated(f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts", broker=b)
+    return None

@@ -1,0 +1,144 @@
+"""SyncStateSet and acknowledgement invariants (SYNC-*): when a master may answer PUT_OK (``GroupTransferService``),
+whom it may propose for its SyncStateSet (``AutoSwitchHAService.maybeExpandInSyncStateSet``), and what its
+confirmOffset promises (``computeConfirmOffset``)."""
+
+from __future__ import annotations
+
+import bisect
+
+from ..broker.broker import BrokerNode
+from ..codes import BrokerRole
+from ..observations import BrkPutResult, HaExpand
+from .context import Context
+from .registry import Violated, invariant, violated
+
+
+@invariant("SYNC-ACK-ALL", layer="sync", on=("brk.put-result",),
+           source="GroupTransferService.doWaitTransfer (ALL branch); AutoSwitchHAService.getSyncStateSet",
+           exceptions="acks mean bytes in the slave's page cache, not on its disk")
+def ack_all(ctx: Context, obs: BrkPutResult) -> Violated | None:
+    """In allAck mode a put returns PUT_OK only when every member of the master's ack set (local ∪ remote while a
+    proposal is in flight) has acked past the message."""
+    ack = obs.get("ack")
+    if obs["status"] != "PUT_OK" or ack is None:
+        return None
+    node = ctx.world.broker(obs.get("n", ""))
+    if not isinstance(node, BrokerNode):
+        return None
+    self_id = node.replicas.broker_controller_id
+    members = set(ack["local"]) | (set(ack["remote"]) if ack["inFlight"] else set())
+    if len(members) <= 1:
+        return None
+    end = obs.get("end")
+    if end is None:
+        return None
+    best: dict[int, int] = {}
+    for sid, off in ack["acks"]:
+        best[sid] = max(best.get(sid, -1), off)
+    missing = [m for m in sorted(members) if m != self_id and best.get(m, -1) < end]
+    if missing:
+        return violated(f"{obs.get('n')} acked {obs['key']} (end {end}) though SSS members {missing} had not acked "
+                        f"it (ack set {sorted(members)}, acks {ack['acks']})", obs=obs)
+    return None
+
+
+@invariant("SYNC-EXPAND-SAFE", layer="sync", on=("ha.expand",),
+           source="AutoSwitchHAService.maybeExpandInSyncStateSet (ack >= confirmOffset, >= epoch start)")
+def expand_safe(ctx: Context, obs: HaExpand) -> Violated | None:
+    """A master proposes a slave for its SyncStateSet only when the slave holds every message it has acknowledged
+    (ack >= end of every PUT_OK message in its log)."""
+    node = ctx.world.broker(obs.get("n", ""))
+    if node is None or node.store.role != BrokerRole.SYNC_MASTER or node.store.fenced:
+        return None  # every broker accepts HA connections; only a master's proposal can reach the controller
+    log = node.store.commitlog
+    need = 0
+    for key in ctx.acked:
+        offsets = log.keys.get(key)
+        if offsets:  # the first copy is the one that had to be acked
+            i = bisect.bisect_left(log.ends, offsets[0] + 1)
+            need = max(need, log.ends[i])
+    if obs["ack"] < need:
+        return violated(f"{obs.get('n')} proposes slave {obs['slave']} with ack {obs['ack']} but has acknowledged "
+                        f"messages up to {need} (confirmOffset it saw: {obs['confirm']})", obs=obs)
+    return None
+
+
+@invariant("SYNC-CONFIRM-BOUND", layer="sync", reads=("brokers",),
+           source="AutoSwitchHAService.computeConfirmOffset; AutoSwitchHAClient (min(header, max))",
+           exceptions="a power loss on a slave can lose page-cache bytes it had acked")
+def confirm_bound(ctx: Context) -> Violated | None:
+    """Every message ending at or before a master's confirmOffset is whole in the log of every member of its
+    SyncStateSet (allAck mode); a slave's confirmOffset never passes its own log end."""
+    world = ctx.world
+    for b in world.brokers:
+        node = world.broker(b)
+        if not isinstance(node, BrokerNode):
+            continue
+        store = node.store
+        if store.role == BrokerRole.SLAVE:
+            if store.confirm_offset > store.max_phy_offset:
+                return violated(f"slave {b} has confirmOffset {store.confirm_offset} past its log end "
+                                f"{store.max_phy_offset}", broker=node.status())
+            continue
+        if store.fenced or not world.store_config.all_ack_in_sync_state_set:
+            continue
+        local = node.ha.sync_state_set
+        if len(local) <= 1:
+            continue
+        confirm = store.get_confirm_offset_directly()
+        ends = store.commitlog.ends
+        k = bisect.bisect_right(ends, confirm)
+        if k == 0:
+            continue
+        need = ends[k - 1]
+        for member in sorted(local):
+            if member == node.replicas.broker_controller_id:
+                continue
+            holder = ctx.broker_by_id(member)
+            if holder is None:
+                continue
+            whole = ctx.whole_end(holder)
+            if whole < need:
+                return violated(f"master {b} confirms up to {confirm} (messages to {need}) but SSS member {member} "
+                                f"({holder}) holds whole messages only to {whole}", master=node.status(),
+                                member=holder)
+    return None
+
+
+@invariant("SYNC-SSS-HOLDS-ACKED", layer="sync", reads=("brokers", "controller", "history"),
+           source="AutoSwitchHAService.maybeExpandInSyncStateSet + ReplicasInfoManager.alterSyncStateSet fencing",
+           exceptions="as SYNC-NO-ACK-LOSS (this is what makes a clean election safe)")
+def sss_holds_acked(ctx: Context) -> Violated | None:
+    """Every member of the controller's SyncStateSet holds every message a producer saw PUT_OK for."""
+    world = ctx.world
+    ctl = world.controller_node()
+    if ctl is None or not ctx.acked:
+        return None
+    info = ctl.rim.sync_state_set_info_table.get(world.broker_name)
+    if info is None:
+        return None
+    acked = ctx.acked_list
+    for member in sorted(info.sync_state_set):
+        name = ctx.broker_by_id(member)
+        if name is None:
+            continue
+        node = world.broker(name)
+        disk = world.disks[name]
+        gen: tuple[int | None, ...]
+        if node is not None:
+            keys, gen = node.store.commitlog.keys, (world.inc[name], disk.generation)
+        else:
+            keys, gen = ctx.disk_keys(name), (None, disk.generation, len(disk.commitlog))
+        start = 0
+        cached = ctx.sss_verified.get(member)
+        if cached is not None and cached[0] == gen:
+            start = cached[1]
+            if start == len(acked):
+                continue
+        for key in acked[start:]:
+            if key not in keys:
+                return violated(f"SSS member {member} ({name}) lacks {key}, which was acknowledged PUT_OK "
+                                f"(controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})", key=key,
+                                member=name, broker=node.status() if node is not None else None)
+        ctx.sss_verified[member] = (gen, len(acked))
+    return None

@@ -1,0 +1,227 @@
+"""The fault vocabulary: primitive fault actions (what a schedule, a trace and a nemesis hold) and the composite
+fault kinds the generator draws from.
+
+A run's faults are a list of *actions*, each at a simulated time ``t`` and named by ``do``: ``crash``/``restart``,
+``stop``, ``lose-file``, ``partition``/``heal`` (directed links), ``pause``/``resume``, ``break-ha``, ``net`` (a lossy
+window for RPCs), ``slow-commit``, ``slow-apply``, ``slow-dispatch``, ``admin-elect``, ``clean``, ``expand-queues`` and,
+for scripted scenarios, ``produce``. The simulator applies them (``world.Simulation``), the generator draws them
+(``faults.FaultGenerator``), the fuzzer mutates and shrinks them, the real runtime's nemesis plays them on
+processes (``rmqha.cluster.nemesis``), and the trace keeps each one as it was taken (``docs/trace-format.md``).
+
+Rules:
+
+* An action is a ``TypedDict``: its JSON is what the trace header (``faults.events``) and the ``act`` step lines
+  hold, byte for byte. One class per primitive, discriminated by ``do``; ``Action`` is their union.
+* ``fault`` (the composite kind a generated action came from) and ``release`` (the nodes the generator frees when
+  it runs) are bookkeeping that any action may carry; ``release`` is dropped from explicit schedules.
+* Optional keys are ``NotRequired``: a scenario may leave them out, and the simulator reads their defaults
+  (``powerLoss`` false, ``count`` 1, ``by`` 2...).
+
+``FAULT_KINDS`` (composite kinds, for ``[faults] weights``) and ``DEFAULT_WEIGHTS`` live here too, so that the
+harness settings (``impl/sim/config.py``) and the generator read one list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, NotRequired, TypedDict, cast, get_args
+
+
+class _Base(TypedDict):
+    t: int
+    fault: NotRequired[str]  # the composite fault kind a generated action belongs to
+    release: NotRequired[list[str]]  # nodes the generator may pick again once this action has run
+
+
+class Crash(_Base):
+    """kill -9 (``powerLoss``: the unflushed page cache is lost too)."""
+
+    do: Literal["crash"]
+    node: str
+    powerLoss: NotRequired[bool]
+
+
+class Restart(_Base):
+    do: Literal["restart"]
+    node: str
+
+
+class Stop(_Base):
+    """A clean shutdown: flush, checkpoint, no abort file (the next start recovers normally)."""
+
+    do: Literal["stop"]
+    node: str
+
+
+class LoseFile(_Base):
+    """While the broker is down: its ``epoch`` file or its ``checkpoint`` is gone at the next start."""
+
+    do: Literal["lose-file"]
+    node: str
+    file: str
+
+
+class Partition(_Base):
+    """Cut the directed ``links`` ([from, to]) until the ``heal`` of the same ``id``."""
+
+    do: Literal["partition"]
+    id: str
+    links: list[list[str]]
+
+
+class Heal(_Base):
+    do: Literal["heal"]
+    id: str
+
+
+class Pause(_Base):
+    """SIGSTOP: the node handles nothing until ``resume``."""
+
+    do: Literal["pause"]
+    node: str
+
+
+class Resume(_Base):
+    do: Literal["resume"]
+    node: str
+
+
+class BreakHa(_Base):
+    """Reset every HA connection of ``node``."""
+
+    do: Literal["break-ha"]
+    node: str
+
+
+class Net(_Base):
+    """Until ``until``, RPC messages are dropped, duplicated or slowed with these probabilities."""
+
+    do: Literal["net"]
+    drop: NotRequired[float]
+    dup: NotRequired[float]
+    slow: NotRequired[float]
+    until: int
+
+
+class SlowCommit(_Base):
+    """For ``duration`` ms, the controller's appends commit ``extra`` ms late."""
+
+    do: Literal["slow-commit"]
+    extra: int
+    duration: int
+
+
+class SlowApply(_Base):
+    """For ``duration`` ms, controller node ``node`` applies committed entries ``extra`` ms late."""
+
+    do: Literal["slow-apply"]
+    node: str
+    extra: int
+    duration: int
+
+
+class SlowDispatch(_Base):
+    """Broker ``node``'s reput thread stalls for ``ms``."""
+
+    do: Literal["slow-dispatch"]
+    node: str
+    ms: int
+
+
+class AdminElect(_Base):
+    """``mqadmin electMaster``, designating ``brokerId`` (none: the controller picks)."""
+
+    do: Literal["admin-elect"]
+    brokerId: NotRequired[int | None]
+
+
+class Clean(_Base):
+    """``mqadmin cleanBrokerMetadata``: ``ids`` (comma-separated) or the whole set."""
+
+    do: Literal["clean"]
+    ids: NotRequired[str | None]
+    living: NotRequired[bool]
+
+
+class ExpandQueues(_Base):
+    """``mqadmin updateTopic`` on the master the nameserver routes: ``by`` more read and write queues."""
+
+    do: Literal["expand-queues"]
+    by: NotRequired[int]
+
+
+class Produce(_Base):
+    """The producer sends ``count`` messages now (of ``size`` bytes, or the workload's sizes)."""
+
+    do: Literal["produce"]
+    count: NotRequired[int]
+    size: NotRequired[int | None]
+
+
+Action = (
+    Crash | Restart | Stop | LoseFile | Partition | Heal | Pause | Resume | BreakHa | Net | SlowCommit | SlowApply
+    | SlowDispatch | AdminElect | Clean | ExpandQueues | Produce
+)
+"""One primitive fault action."""
+
+Do = Literal["crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
+             "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply", "expand-queues"]
+"""The primitives' names (``Action``'s ``do``)."""
+
+PRIMITIVES: tuple[str, ...] = get_args(Do)
+
+
+def as_actions(items: Iterable[Mapping[str, Any]]) -> list[Action]:
+    """Records with the shape of actions (a trace's own, a mutant's, a schedule file's that ``validate_actions``
+    checked) as actions: the same records, no copy, no check."""
+    return [cast(Action, a) for a in items]
+
+
+def without_release(a: Action) -> Action:
+    """The action as an explicit schedule holds it: without the generator's ``release`` bookkeeping."""
+    return cast(Action, {k: v for k, v in a.items() if k != "release"})
+
+# Actions that undo a perturbation (the follow-ups the generator schedules).
+FOLLOW_UPS: tuple[str, ...] = ("restart", "resume", "heal")
+
+
+# ------------------------------------------------------------------------------------------ composite kinds
+
+FAULT_KINDS: dict[str, str] = {
+    "crash-broker": "kill -9 a random broker (power loss with probability lose_unflushed_tail), restart later",
+    "crash-master": "kill -9 the broker that believes it is master, restart later",
+    "crash-controller": "kill -9 the controller (its log survives), restart later",
+    "isolate-broker": "cut a random broker from every other node, both directions, heal later",
+    "isolate-master": "cut the master from every other node, heal later",
+    "partition-controller": "cut one broker from the controller, both directions, heal later",
+    "partition-oneway": "drop one direction between a broker and another broker or the controller",
+    "partition-brokers": "cut two brokers from each other (HA and nothing else), heal later",
+    "partition-halves": "split controller and brokers into two sides, heal later",
+    "break-ha": "close every HA connection of a random broker",
+    "lossy-network": "for a while, drop / duplicate / delay controller RPCs",
+    "slow-commit": "for a while, controller appends commit after the 5 s wait (lost reply, event applies)",
+    "stop-broker": "stop a random broker cleanly (flush, checkpoint, no abort file: recoverNormally), restart later",
+    "lose-epoch-file": "kill -9 a random broker, delete its epochFileCheckpoint before the restart",
+    "lose-checkpoint": "kill -9 a random broker, delete its checkpoint file (confirmPhyOffset) before the restart",
+    "crash-controller-leader": "kill -9 the leading controller node (3-node group), restart later",
+    "isolate-controller-leader": "cut the leading controller node from every other node (3-node group), heal later",
+    "slow-apply": "for a while, one controller node applies committed entries late (3-node group)",
+    "crash-controller-follower": "kill -9 a controller node that does not lead (3-node group) for 20-40 s, restart it: "
+                                 "with [controller] jRaftSnapshotIntervalSecs <= 10 the leader has snapshotted twice "
+                                 "and dropped the log the node still needs, so it installs the leader's snapshot",
+    "restart-consumer": "kill the consumer process and start it again later (it asks the master for its offsets)",
+    "pause-broker": "SIGSTOP a broker for a while (timers and messages wait), then SIGCONT",
+    "slow-dispatch": "a broker's reput (dispatch) thread stalls for a while, so dispatch lags confirmOffset",
+    "admin-elect": "mqadmin electMaster, designating a random broker or none",
+    "expand-queues": "mqadmin updateTopic on the routed master: the topic gains 2 read and write queues "
+                     "(needs [workload] topic_config)",
+}
+"""Composite fault kinds (``[faults] weights``), each expanded by the generator into primitive actions."""
+
+DEFAULT_WEIGHTS: dict[str, float] = {
+    "crash-broker": 2.0, "crash-master": 3.0, "crash-controller": 0.7, "isolate-broker": 1.0,
+    "isolate-master": 1.5, "partition-controller": 1.5, "partition-oneway": 1.0, "partition-brokers": 1.0,
+    "partition-halves": 0.7, "break-ha": 1.0, "lossy-network": 1.0, "slow-commit": 0.5, "pause-broker": 1.0,
+    "slow-dispatch": 1.0, "admin-elect": 0.7,
+}
+"""The weights of the kinds a profile does not weigh itself (the others are off by default)."""

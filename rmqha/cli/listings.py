@@ -1,0 +1,79 @@
+"""``rmqha invariants``, ``rmqha bugs``, ``rmqha findings``: the catalogue (with what a real RocketMQ run checks each
+invariant on: ``rmqha/real/check.REAL_CHECKS``), the switches and the findings, as tables or JSON.
+
+    rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from rmqha.impl import bugs as B
+from rmqha.impl.findings import FINDINGS
+from rmqha.impl.invariants import catalogue_rows
+from rmqha.real.check import REAL_CHECKS
+
+from .common import Handler
+
+
+def register(sub: Any) -> dict[str, Handler]:
+    for name, text in (("invariants", "print the invariant catalogue"), ("bugs", "list bug and fix switches"),
+                       ("findings", "list documented findings")):
+        q = sub.add_parser(name, help=text)
+        q.add_argument("--json", action="store_true")
+    return {"invariants": cmd_invariants, "bugs": cmd_bugs, "findings": cmd_findings}
+
+
+def cmd_invariants(args: argparse.Namespace, out: Console) -> int:
+    rows = [{**r, "realRun": REAL_CHECKS.get(r["id"], "")} for r in catalogue_rows()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = Table(title=f"{len(rows)} invariants (docs/invariants.md); a real run (rmqha real test, docs/real.md) "
+                        f"checks {sum(1 for r in rows if r['realRun'])} of them", show_lines=True)
+    for col in ("id", "statement", "RocketMQ source", "a real run checks it on"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["id"], r["statement"], r["source"], r["realRun"] or "-")
+    out.print(table)
+    return 0
+
+
+def cmd_bugs(args: argparse.Namespace, out: Console) -> int:
+    rows = [{"name": b.name, "kind": b.kind, "invariant": b.invariant, "where": b.where, "reference": b.reference,
+             "description": b.description} for b in B.BUGS.values()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = Table(title="bug, fidelity and upstream switches (--bug), expected-loss configurations (--bug), "
+                        "fixes (--fix)", show_lines=True)
+    for col in ("name", "kind", "caught by", "reference"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        table.add_row(r["name"], r["kind"], r["invariant"], r["reference"])
+    out.print(table)
+    return 0
+
+
+def cmd_findings(args: argparse.Namespace, out: Console) -> int:
+    rows: list[dict[str, Any]] = [
+        {"id": f.id, "title": f.title, "invariants": list(f.invariants), "fix": f.fix, "where": f.where,
+         "reference": f.reference, "needs": list(f.needs), "doc": f"docs/findings/{f.id}.md"}
+        for f in FINDINGS.values()]
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    table = Table(title="documented findings (real RocketMQ 5.3.3 behaviour; a later release's where it needs an "
+                        "upstream switch)", show_lines=True)
+    for col in ("id", "title", "invariants", "fix"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        needs = f" (runs with {', '.join(r['needs'])})" if r["needs"] else ""
+        table.add_row(r["id"], r["title"], ", ".join(r["invariants"]), r["fix"] + needs)
+    out.print(table)
+    return 0
