@@ -13,12 +13,14 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import time
+import zipfile
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -168,25 +170,41 @@ def test_request_code_names():
     assert len(R.REQUEST_NAMES) == len(R.REQUEST_CODES)  # no number twice
 
 
-ROCKETMQ_SRC = Path(os.environ.get("RMQHA_ROCKETMQ_GIT", "/work/.mirror/apache+rocketmq/repo"))
-_PROTO = "remoting/src/main/java/org/apache/rocketmq/remoting/protocol/"
+_PROTO = "org/apache/rocketmq/remoting/protocol/"
+_SOURCES = "org.apache.rocketmq:rocketmq-remoting:5.3.3:jar:sources"
 
 
-def _java_constants(path: str) -> dict[str, int]:
-    try:
-        src = subprocess.run(["git", "-C", str(ROCKETMQ_SRC), "show", f"rocketmq-all-5.3.3:{path}"],
-                             capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        pytest.skip("git is not usable here")
-    if src.returncode != 0:
-        pytest.skip(f"no RocketMQ 5.3.3 source at {ROCKETMQ_SRC} (set RMQHA_ROCKETMQ_GIT to a clone)")
-    return {m[0]: int(m[1]) for m in re.findall(r"public static final int (\w+) = (-?\d+);", src.stdout)}
+def _sources_jar() -> Path:
+    """RocketMQ 5.3.3's remoting sources jar from Maven Central (into Maven's own repository, ~/.m2)."""
+    repo = Path.home() / ".m2" / "repository"
+    jar = repo / "org/apache/rocketmq/rocketmq-remoting/5.3.3/rocketmq-remoting-5.3.3-sources.jar"
+    if not jar.is_file():
+        mvn = shutil.which("mvn")
+        if mvn is None:
+            _skip_or_fail("Maven (mvn) is not on PATH: the test reads RocketMQ's source from Maven Central")
+        p = subprocess.run([mvn, "-q", "-B", "dependency:get", f"-Dartifact={_SOURCES}", "-Dtransitive=false"],
+                           capture_output=True, text=True, timeout=300)
+        if p.returncode != 0 or not jar.is_file():
+            _skip_or_fail(f"mvn could not resolve {_SOURCES}: {(p.stdout + p.stderr).strip()[-200:]}")
+    return jar
+
+
+def _skip_or_fail(why: str) -> None:
+    if os.environ.get("RMQHA_REQUIRE_REAL"):
+        pytest.fail(why)
+    pytest.skip(why)
+
+
+def _java_constants(name: str) -> dict[str, int]:
+    with zipfile.ZipFile(_sources_jar()) as z:
+        src = z.read(_PROTO + name).decode()
+    return {m[0]: int(m[1]) for m in re.findall(r"public static final int (\w+) = (-?\d+);", src)}
 
 
 def test_code_tables_match_rocketmq_533_source():
-    req = _java_constants(_PROTO + "RequestCode.java")
+    req = _java_constants("RequestCode.java")
     assert {k: req.get(k) for k in R.REQUEST_CODES} == R.REQUEST_CODES
-    resp = _java_constants(_PROTO + "ResponseCode.java") | _java_constants(_PROTO + "RemotingSysResponseCode.java")
+    resp = _java_constants("ResponseCode.java") | _java_constants("RemotingSysResponseCode.java")
     assert {k: resp.get(k) for k in R.RESPONSE_CODES} == R.RESPONSE_CODES
 
 
