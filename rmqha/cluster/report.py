@@ -85,7 +85,8 @@ def process_cell(pid: int | None, state: str = "up") -> str:
     return f"pid {pid}" + ("" if state == "up" else f", {state}")
 
 
-def _truncated(f: dict[str, Any]) -> str:
+def truncation(f: dict[str, Any]) -> str:
+    """What a failover truncated on the old master: ``6,634 → 5,000``, ``nothing (at 6,634)``, or a dash."""
     frm, to = f.get("truncatedFrom"), f.get("truncatedTo")
     if frm is None:
         return DASH
@@ -101,7 +102,7 @@ def _failovers(r: dict[str, Any], names: dict[int, str]) -> str:
         [[f["recipe"], f["oldMaster"], sss_names(f.get("sss"), names),
           f"{f['newMaster']} (mE {f['newMasterEpoch']})" if f["newMaster"] else "none", f.get("newMasterInSss"),
           seconds(f["electedAfterMs"]), ROLES.get(f.get("backRole") or "", f.get("backRole")),
-          offset(f.get("consistentPoint")), _truncated(f), seconds(f.get("rejoinedSssAfterMs"))]
+          offset(f.get("consistentPoint")), truncation(f), seconds(f.get("rejoinedSssAfterMs"))]
          for f in r["failovers"]])
 
 
