@@ -2,7 +2,8 @@
 
 Sections: the campaign (switches, arms, runs, steps per second), the violations by bucket, each unique finding
 with a **timeline** of its shrunk trace, and the **coverage curves** (abstract states against runs and against
-wall time, per arm; witnesses hit per arm).
+wall time, per arm; witnesses hit per arm). Every chart has axes with units and a legend
+(``rmqha.impl.sim.report.draw``).
 
 The timelines are ``rmqha.impl.sim.report``'s (the real cluster test's report draws the same), read from each shrunk
 trace's observations.
@@ -14,46 +15,13 @@ import gzip
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rmqha.impl.sim.report import escape, page_head, table, timeline_data, timeline_svg
+from rmqha.impl.sim.report import escape, line_chart, page_head, table, timeline_data, timeline_svg
 from rmqha.impl.sim.report.svg import LINE
 
 if TYPE_CHECKING:
     from .campaign import Campaign
 
 ARM_COLORS = {"guided": "#c62828", "unguided": "#1565c0"}
-
-
-# ---------------------------------------------------------------------------------------------- curves
-
-
-def curve_svg(series: dict[str, list[tuple[float, float]]], xlabel: str, ylabel: str) -> str:
-    w, h, left, bottom = 520, 240, 56, 34
-    xs = [p[0] for s in series.values() for p in s] or [1]
-    ys = [p[1] for s in series.values() for p in s] or [1]
-    xmax, ymax = max(max(xs), 1), max(max(ys), 1)
-
-    def px(v: float) -> float:
-        return left + (w - left - 10) * v / xmax
-
-    def py(v: float) -> float:
-        return h - bottom - (h - bottom - 10) * v / ymax
-
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="11">',
-           f'<rect x="{left}" y="10" width="{w - left - 10}" height="{h - bottom - 10}" fill="none" stroke="#999"/>']
-    for k in range(5):
-        xv, yv = xmax * k / 4, ymax * k / 4
-        out.append(f'<text x="{px(xv):.1f}" y="{h - bottom + 14}" text-anchor="middle">{xv:.0f}</text>')
-        out.append(f'<text x="{left - 4}" y="{py(yv) + 4:.1f}" text-anchor="end">{yv:.0f}</text>')
-    out.append(f'<text x="{(w + left) / 2:.0f}" y="{h - 4}" text-anchor="middle">{escape(xlabel)}</text>')
-    out.append(f'<text x="12" y="{(h - bottom) / 2:.0f}" transform="rotate(-90 12 {(h - bottom) / 2:.0f})" '
-               f'text-anchor="middle">{escape(ylabel)}</text>')
-    for i, (name, pts) in enumerate(sorted(series.items())):
-        color = ARM_COLORS.get(name, LINE[i % len(LINE)])
-        coords = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in [(0, 0), *pts])
-        out.append(f'<polyline points="{coords}" fill="none" stroke="{color}" stroke-width="2"/>')
-        out.append(f'<text x="{left + 8}" y="{24 + 14 * i}" fill="{color}">{escape(name)}</text>')
-    out.append("</svg>")
-    return "".join(out)
 
 
 # ---------------------------------------------------------------------------------------------- page
@@ -68,7 +36,7 @@ def _unexplained(hints: list[str]) -> str:
 def render(c: Campaign) -> str:
     s = c.summary()
     parts = [
-        page_head("rmqha fuzz report"),
+        page_head("rmqha fuzz report", css=".charts{display:flex;gap:24px;flex-wrap:wrap}"),
         "<h1>rmqha fuzz campaign</h1>",
         table(["arms", "switches", "profile", "runs", "steps", "simulated s", "wall s", "steps/s", "violations"],
                [[", ".join(s["arms"]), ", ".join(s["bugs"]) or "none", s["profile"], s["runs"], f"{s['steps']:,}",
@@ -100,7 +68,9 @@ def render(c: Campaign) -> str:
     parts.append("<h2>Coverage</h2>")
     by_runs = {n: [(float(r), float(st)) for r, st, _el in c.curve(n)] for n in c.arms}
     by_time = {n: [(float(el), float(st)) for _r, st, el in c.curve(n)] for n in c.arms}
-    parts.append(curve_svg(by_runs, "runs", "abstract states") + " " + curve_svg(by_time, "wall s", "abstract states"))
+    colors = {n: ARM_COLORS.get(n, LINE[i % len(LINE)]) for i, n in enumerate(sorted(c.arms))}
+    parts.append("<div class='charts'>" + line_chart(by_runs, colors, "runs", "abstract states")
+                 + line_chart(by_time, colors, "wall time", "abstract states", x_seconds=True) + "</div>")
     witnesses = sorted({w for a in c.arms.values() for w in a.coverage.hits})
     parts.append(table(["witness", *c.arms], [[w, *(a.coverage.hits.get(w, 0) for a in c.arms.values())]
                                                 for w in witnesses]))

@@ -21,7 +21,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.live import Live
-from rich.table import Table
 
 from rmqha.cluster import control as C
 from rmqha.cluster.run import RunOptions, run_test
@@ -31,6 +30,7 @@ from rmqha.impl.sim.config import PROFILES, Config, ConfigError
 
 from .common import Handler
 from .files import UserError, read_toml
+from .terminal import FitTable, cluster_failover_line, cluster_status_rows, cluster_status_table
 
 DEFAULT_DIR = "runs/cluster"
 DEFAULT_TEST_DIR = "runs/cluster-test"
@@ -145,33 +145,9 @@ def cmd_cluster(args: argparse.Namespace, out: Console) -> int:
         raise UserError(str(exc)) from None
 
 
-def status_table(spec: ClusterSpec) -> Table:
-    pids = C.read_pids(spec)
-    try:
-        parts = C.proxy_call(spec, {"op": "status"})["partitions"]
-    except C.ClusterError:
-        parts = None
-    cuts = "proxy down" if parts is None else ", ".join(f"{k} ({len(v)} links)" for k, v in parts.items()) or "none"
-    title = f"mE: masterEpoch; SSS: SyncStateSet (a broker: its own view); partitions: {cuts}"
-    t = Table(title=title, title_justify="left")
-    for col in ("node", "pid", "state", "role", "id", "mE", "SSS", "log end", "confirm"):
-        t.add_column(col)
-    for n in spec.nodes:
-        pid = pids.get(n)
-        state = "down" if pid is None or not C.alive(pid) else "paused" if C.paused(pid) else "up"
-        st = C.query(spec, n, 0.5) if state == "up" else None
-        if state == "up" and st is None:
-            state = "no answer"
-        st = st or {}
-        role, sss, epoch, ident = st.get("role", ""), st.get("sss", ""), st.get("masterEpoch", ""), st.get("id", "")
-        if "sets" in st:
-            info: dict[str, Any] = next(iter(st["sets"].values()), {})
-            role = "leader" if st.get("leader") else "follower"
-            ident, epoch, sss = f"master {info.get('master')}", info.get("masterEpoch", ""), info.get("sss", "")
-        style = {"MASTER": "bold green", "SLAVE": "cyan"}.get(role, "")
-        t.add_row(n, str(pid or "-"), state, f"[{style}]{role}[/]" if style else str(role), str(ident), str(epoch),
-                  str(sss), str(st.get("max", "")), str(st.get("confirm", "")))
-    return t
+def status_table(spec: ClusterSpec) -> FitTable:
+    """Each node's process and state, fitted to the terminal's width (``cli/terminal.py``)."""
+    return cluster_status_table(*cluster_status_rows(spec))
 
 
 def _cmd_status(spec: ClusterSpec, args: argparse.Namespace, out: Console) -> int:
@@ -205,9 +181,7 @@ def _cmd_test(args: argparse.Namespace, out: Console) -> int:
         c = result["counts"]
         out.print(f"{verdict}: {c.get('acked')} acked, {c.get('seen')} seen, final master {result['finalMaster']}")
         for f in result["failovers"]:
-            out.print(f"  {f['recipe']}: {f['oldMaster']} -> {f['newMaster']} after "
-                      f"{f['electedAfterMs']} ms; old master back as {f.get('backRole')}, truncated "
-                      f"{f.get('truncatedFrom')} -> {f.get('truncatedTo')}")
+            out.print(cluster_failover_line(f), markup=False)
         for v in result["violations"]:
             out.print(f"  [red]{v['invariant']}[/]: {v['message']}")
         for n in result["notes"]:

@@ -19,8 +19,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from rmqha.impl import bugs as B
 from rmqha.impl.sim.config import PROFILES, config_from_dict
@@ -33,10 +31,10 @@ from rmqha.spark_fuzz.session import spark_session
 from .common import Handler
 from .doctor import java_status
 from .files import UserError, load_config_aside
+from .terminal import FuzzProgress, fuzz_summary
 
 DEFAULT_OUT = "runs/fuzz"
 DEFAULT_BUDGET = 60.0
-PLAIN_EVERY = 10.0  # seconds between progress lines when stderr is not a terminal
 
 
 def register(sub: Any) -> dict[str, Handler]:
@@ -75,11 +73,6 @@ def _config(path: str | None, profile: str | None,
     if cfg.cluster.mode != "controller":
         raise UserError("fuzz campaigns need controller mode (the 4.x legacy profiles have no controller)")
     return cfg.to_dict(), profile, tables.get("fuzz")
-
-
-def _progress_bar(quiet: bool) -> Progress:
-    return Progress(TextColumn("[bold]fuzz[/]"), BarColumn(), TextColumn("{task.fields[stat]}"), TimeElapsedColumn(),
-                    console=Console(stderr=True), disable=quiet or not sys.stderr.isatty())
 
 
 def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
@@ -128,22 +121,10 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
 
 
 def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: CampaignOptions) -> int:
-    bar = _progress_bar(args.json)
-    plain = not args.json and not sys.stderr.isatty()
-    last = [0.0]
-    task = bar.add_task("fuzz", total=args.seeds * len(opts.arms) if args.seeds else args.budget, stat="")
+    bar = FuzzProgress(args.seeds * len(opts.arms) if args.seeds else args.budget, quiet=args.json)
 
     def show(p: Any) -> None:
-        states = " ".join(f"{k} {v:,}" for k, v in p.states.items())
-        stat = (f"{p.runs} runs, {p.steps / max(p.elapsed, 1e-9):,.0f} steps/s, {p.violations} violation(s), "
-                f"{p.unique} unique, {p.unexplained} unexplained | states {states} (+{p.new_states}), "
-                f"witnesses {max(p.witnesses.values(), default=0)}" + (f" | shrinking {p.shrinking}" if p.shrinking
-                                                                        else ""))
-        bar.update(task, completed=p.runs if args.seeds else min(p.elapsed - camp.elapsed_before, args.budget),
-                   stat=stat)
-        if plain and p.elapsed - last[0] >= PLAIN_EVERY:  # not a terminal (a log, a pipe): a line now and then
-            last[0] = p.elapsed
-            print(f"fuzz {p.elapsed:6.0f} s: {stat.replace(f' (+{p.new_states})', '')}", file=sys.stderr, flush=True)
+        bar.show(p, p.runs if args.seeds else min(p.elapsed - camp.elapsed_before, args.budget))
 
     camp = Campaign(spark, opts, on_progress=show)
     try:
@@ -168,33 +149,4 @@ def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: Campaign
 
 
 def _print_summary(out: Console, s: dict[str, Any]) -> None:
-    if not out.is_terminal:  # a log or a pipe: no terminal width to fit, so keep the ids whole
-        out = Console(width=max(out.width, 150), highlight=False)
-    title = (f"{s['runs']} runs [{', '.join(s['arms'])}{'; ' + ', '.join(s['bugs']) if s['bugs'] else ''}]: "
-             f"{s['steps']:,} steps in {s['fuzzElapsed']:.1f} s of fuzzing ({s['stepsPerSecond']:,} steps/s), "
-             f"{s['violations']} violation(s); {s['elapsed']:.1f} s with shrinking")
-    table = Table(title=escape(title))
-    for col in ("invariant", "explained by", "runs", "unique finding", "faults", "steps", "replays", "conforms"):
-        table.add_column(col)
-    for b in s["buckets"]:
-        fs = [f for f in s["findings"] if f["bucket"] == b["bucket"]]
-        if not fs:
-            table.add_row(b["invariant"], b["explainedBy"] or "[red]unexplained[/]", str(b["count"]), "-", "", "", "",
-                          "")
-        for i, f in enumerate(fs):
-            table.add_row(b["invariant"] if i == 0 else "", (b["explainedBy"] or "[red]unexplained[/]") if i == 0
-                          else "", str(b["count"]) if i == 0 else "", f["id"],
-                          f"{f['shrunkActions']}/{f['originalActions']}", f"{f['shrunkSteps']}/{f['originalSteps']}",
-                          "yes" if f["replays"] else "[red]NO[/]", f["conforms"])
-    out.print(table)
-    cov = "; ".join(f"{arm}: {c['states']:,} abstract states, {len(c['witnesses'])} witnesses over {c['runs']} runs"
-                    for arm, c in s["coverage"].items())
-    out.print(escape(cov), highlight=False)
-    for b in s["buckets"]:
-        if b["fixHints"]:
-            out.print(f"hint: {escape(b['invariant'])} (unexplained) goes away with the fix of "
-                      f"{escape(', '.join(b['fixHints']))}, whose write-up does not list it", highlight=False)
-    for e in s["shrinkErrors"]:
-        out.print(f"[red]shrink of {escape(e['rep'])} ({escape(e['bucket'])}) failed:[/] {escape(e['error'])}")
-    out.print(f"traces in {escape(s['out'])}/traces, tables {', '.join(sorted(s['tables']))} (Parquet), "
-              f"report {escape(s['report'])}", highlight=False)
+    out.print(fuzz_summary(s), highlight=False)  # fitted to the width (rmqha/cli/terminal.py)

@@ -24,7 +24,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from rmqha.impl.sim.config import ConfigError
 from rmqha.real import control as C
@@ -38,6 +37,7 @@ from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
 
 from .common import Handler
 from .files import UserError, read_toml
+from .terminal import FitTable, real_failover_line, real_status_table
 
 DEFAULT_DIR = "runs/real"
 DEFAULT_TEST_DIR = "runs/real-test"
@@ -318,36 +318,9 @@ def _fault(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
-def status_table(spec: RealSpec, snap: O.Snapshot, procs: dict[str, Any]) -> Table:
-    t = Table(title=f"RocketMQ {spec.version} in {spec.dir}", title_justify="left")
-    for col in ("node", "process", "role", "id", "masterEpoch", "SyncStateSet", "epochs", "max offset", "note"):
-        t.add_column(col)
-    lead = snap.leader
-    for n in spec.nodes:
-        p = procs.get(n, {})
-        state = str(p.get("state", "?"))
-        if n in spec.controllers:
-            c = snap.controllers.get(n)
-            role = ("leader" if c and c.is_leader else "follower") if c and c.ok else "-"
-            note = "" if c is None or c.ok else c.error[:60]
-            t.add_row(n, state, role, "", "", "", "", "", note)
-        elif n in spec.brokers:
-            b = snap.brokers.get(n)
-            bid = "" if b is None or b.broker_id is None else str(b.broker_id)
-            is_master = lead is not None and lead.master == n
-            role = ("MASTER" if is_master else (b.role or "-").replace("MASTER", "master?")) if b and b.ok else "-"
-            sss = ""
-            me = ""
-            if lead is not None and is_master:
-                sss = "{" + ", ".join(lead.ids.get(i, str(i)) for i in lead.sss) + "}"
-                me = f"{lead.master_epoch} (sss {lead.sss_epoch})"
-            epochs = " ".join(f"{e}@{s}" for e, s, _ in b.epochs) if b else ""
-            off = "" if b is None or b.max_offset is None else f"{b.max_offset:,}"
-            note = "" if b is None or b.ok else b.error[:60]
-            t.add_row(n, state, role, bid, me, sss, epochs, off, note)
-        else:
-            t.add_row(n, state, "nameserver", "", "", "", "", "", "")
-    return t
+def status_table(spec: RealSpec, snap: O.Snapshot, procs: dict[str, Any]) -> FitTable:
+    """Each process, and what the admin API says, fitted to the terminal's width (``cli/terminal.py``)."""
+    return real_status_table(spec, snap, procs)
 
 
 def _status(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
@@ -391,8 +364,7 @@ def _test(args: argparse.Namespace, out: Console) -> int:
         for v in r["violations"]:
             out.print(f"  {v['invariant']}: {v['message']}")
         for f in r["failovers"]:
-            out.print(f"  {f['recipe']}: {f['oldMaster']} -> {f['newMaster']} elected after "
-                      f"{f['electedAfterMs']} ms, first write after {f['firstWriteAfterMs']} ms")
+            out.print(real_failover_line(f), markup=False)
         for n in r["notes"]:
             out.print(f"  note: {n}")
         out.print(f"report: {r['report']}")

@@ -9,15 +9,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from rmqha.impl.findings import classify
 from rmqha.impl.sim.config import PROFILES, Config, config_from_dict
@@ -26,6 +23,7 @@ from rmqha.impl.trace import ViolationRecord
 
 from .common import DEFAULT_STEPS, Handler, apply_configs, bug_list, seed_range, violation_line
 from .files import UserError, load_config, write_text
+from .terminal import batch_progress, batch_summary
 
 
 def register(sub: Any) -> dict[str, Handler]:
@@ -114,9 +112,7 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
                  "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out)} for s in seeds]
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
-    progress = Progress(TextColumn("[bold]simulate[/]"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[stat]}"),
-                        TimeElapsedColumn(), console=Console(stderr=True), disable=args.json or not sys.stderr.isatty())
+    progress = batch_progress(args.json)
     with progress:
         task = progress.add_task("seeds", total=len(seeds), stat="")
         with ProcessPoolExecutor(max_workers=jobs) as pool:
@@ -140,20 +136,7 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
     if args.json:
         print(json.dumps(summary, sort_keys=True))
         return 1 if unexplained else 0
-    by: dict[tuple[str, str], list[int]] = {}
-    for x in results:
-        if x["violation"]:
-            by.setdefault((x["violation"]["invariant"], x["finding"] or "unexplained"), []).append(x["seed"])
-    table = Table(title=escape(f"{len(results)} seeds [{profile}{' ' + ','.join(names) if names else ''}]: "
-                               f"{sim_s:.0f} simulated s in {wall:.1f} s ({sim_s / max(wall, 1e-9):.0f}x)"))
-    table.add_column("invariant")
-    table.add_column("explained by")
-    table.add_column("seeds", justify="right")
-    table.add_column("examples")
-    for (inv, fid), ss in sorted(by.items()):
-        table.add_row(inv, fid, str(len(ss)), " ".join(map(str, ss[:8])) + (" ..." if len(ss) > 8 else ""))
-    table.add_row("(none)", "", str(sum(1 for x in results if not x["violation"])), "")
-    out.print(table)
+    out.print(batch_summary(results, profile, names, sim_s, wall), highlight=False)  # fitted (cli/terminal.py)
     if args.out:
         out.print(f"traces and summary.json in {args.out}")
     return 1 if unexplained else 0

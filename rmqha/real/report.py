@@ -19,15 +19,21 @@ from pathlib import Path
 from typing import Any
 
 from ..impl.observations import BrkState, CtlState, RealObservation
-from ..impl.sim.report import escape, page_head, table, timeline_data, timeline_svg
+from ..impl.sim.report import (
+    DASH,
+    escape,
+    members,
+    page_head,
+    partition_label,
+    seconds,
+    table,
+    timeline_data,
+    timeline_svg,
+)
 from ..impl.trace import TraceRecorder
 from .check import Files, History
 from .observe import Snapshot
 from .spec import RealSpec
-
-
-def _ms(v: Any) -> str:
-    return "-" if v is None else f"{v / 1000:.2f} s"
 
 
 def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[tuple[int, RealObservation]]:
@@ -88,6 +94,15 @@ def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list
     return rec.text() + json.dumps(rec.footer, sort_keys=True, separators=(",", ":")) + "\n"
 
 
+def fault_detail(f: dict[str, Any]) -> str:
+    """What a scheduled fault did, in words: why the kit did it, a partition's cut, or the netem settings."""
+    if f.get("why"):
+        return str(f["why"])
+    if f.get("links"):
+        return partition_label(f["links"])
+    return " ".join(f.get("netem") or []) or DASH
+
+
 def render(spec: RealSpec, r: dict[str, Any], trace_text: str) -> str:
     ok = r["valid"]
     c = r["counts"]
@@ -109,9 +124,9 @@ def render(spec: RealSpec, r: dict[str, Any], trace_text: str) -> str:
     parts.append("<h2>Failovers</h2>")
     parts.append(table(["fault", "at", "old master", "SyncStateSet before", "new master", "from the SyncStateSet",
                          "elected after", "first write after"],
-                        [[f["recipe"], _ms(f["at"]), f["oldMaster"], ", ".join(f["oldSss"]), f["newMaster"] or "none",
-                          "-" if f["newMasterInSss"] is None else ("yes" if f["newMasterInSss"] else "no"),
-                          _ms(f["electedAfterMs"]), _ms(f["firstWriteAfterMs"])] for f in r["failovers"]])
+                        [[f["recipe"], seconds(f["at"]), f["oldMaster"], members(sorted(f["oldSss"])),
+                          f["newMaster"] or "none", f["newMasterInSss"], seconds(f["electedAfterMs"]),
+                          seconds(f["firstWriteAfterMs"])] for f in r["failovers"]])
                  if r["failovers"] else "<p>none</p>")
     parts.append("<h2>Timeline</h2>")
     parts.append(timeline_svg(timeline_data(trace_text)))
@@ -121,9 +136,8 @@ def render(spec: RealSpec, r: dict[str, Any], trace_text: str) -> str:
     parts.append(table(["status", "count"], [[k, n] for k, n in sorted(r["statuses"].items())]))
     parts.append("<h2>Fault schedule</h2>")
     parts.append(table(["t", "action", "node / id", "detail"],
-                        [[_ms(f["t"]), f["do"], f.get("node") or f.get("id") or "",
-                          f.get("why") or (f"{len(f['links'])} links" if f.get("links") else "")
-                          or " ".join(f.get("netem") or [])] for f in r["faults"]]))
+                        [[seconds(f["t"]), f["do"], f.get("node") or f.get("id"), fault_detail(f)]
+                         for f in r["faults"]]) if r["faults"] else "<p>none</p>")
     parts.append(f"<p>files: <code>{escape(spec.dir)}</code> (nodes/, logs/, clients/, events/, history.jsonl, "
                  "trace.jsonl, controller-log.jsonl, result.json)</p>")
     parts.append("</body></html>")

@@ -1,5 +1,6 @@
 """HTML pieces shared by the kit's reports (the fuzz campaign's, the cluster test's and the real RocketMQ run's):
-escaping, tables and the page's head, so that every report looks alike."""
+escaping, tables (every cell formatted by ``fmt.cell``: no Python repr reaches a page) and the page's head, so that
+every report looks alike."""
 
 from __future__ import annotations
 
@@ -7,9 +8,12 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from .fmt import cell
+
 STYLE = ("body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0}"
          "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:left}th{background:#f3f3f3}"
-         "code{background:#f5f5f5;padding:1px 4px}.bad{color:#c62828}.ok{color:#2e7d32}")
+         "code{background:#f5f5f5;padding:1px 4px;overflow-wrap:anywhere}.bad{color:#c62828}.ok{color:#2e7d32}"
+         "svg{max-width:100%;height:auto;display:block;margin:8px 0}.note{color:#555;font-size:13px}")
 
 
 def escape(x: Any) -> str:
@@ -18,9 +22,9 @@ def escape(x: Any) -> str:
 
 
 def table(head: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    """A plain HTML table: a header row, then one row per item (every cell escaped)."""
+    """A plain HTML table: a header row, then one row per item (every cell formatted by ``cell``, then escaped)."""
     th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    body = "".join("<tr>" + "".join(f"<td>{escape(cell(c))}</td>" for c in r) + "</tr>" for r in rows)
     return f"<table><tr>{th}</tr>{body}</table>"
 
 

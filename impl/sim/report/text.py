@@ -31,8 +31,8 @@ def _fmt_act(a: dict[str, Any]) -> str:
     if do in ("pause", "resume", "break-ha"):
         return f"FAULT {do} {a['node']}"
     if do == "net":
-        return f"FAULT lossy network until {a['until'] / 1000:.1f}s (drop {a.get('drop')}, dup {a.get('dup')}, " \
-               f"slow {a.get('slow')})"
+        return f"FAULT lossy network until {a['until'] / 1000:.1f}s (drop {a.get('drop', 0)}, dup {a.get('dup', 0)}, " \
+               f"slow {a.get('slow', 0)})"
     if do == "slow-commit":
         return f"FAULT controller commits +{a['extra']} ms for {a['duration']} ms"
     if do == "slow-dispatch":
@@ -43,7 +43,7 @@ def _fmt_act(a: dict[str, Any]) -> str:
         return f"ADMIN updateTopic: +{a.get('by', 2)} queues on the master the nameserver routes"
     if do == "produce":
         return f"CLIENT produce {a.get('count', 1)}"
-    return f"{do} {a}"
+    return " ".join([str(do), *(f"{k}={v}" for k, v in sorted(a.items()) if k != "do")])  # an action not named above
 
 
 def _fmt_obs(o: dict[str, Any]) -> str | None:
