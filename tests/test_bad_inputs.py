@@ -504,7 +504,7 @@ def fresh_folder() -> Iterator[Path]:
             os.chdir(here)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(argv=BAD_ARGV)
 def test_any_bad_value_of_any_option_is_one_line_and_exit_2(argv: list[str], sealed: None,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
