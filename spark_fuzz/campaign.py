@@ -466,3 +466,22 @@ class Campaign:
 def options_from(out: str, config: dict[str, Any], fuzz: dict[str, Any] | None, **kw: Any) -> CampaignOptions:
     """``CampaignOptions`` with the ``[fuzz]`` table validated (``ValueError`` with one line)."""
     return CampaignOptions(out=out, config=config, settings=settings_from_dict(fuzz), **kw)
+
+
+def journaled_runs(opts: CampaignOptions) -> int | None:
+    """Runs the journal in ``opts.out`` has merged (``None``: no campaign there yet), read without Spark, so that a
+    resumed campaign can say so and a journal of a different campaign is refused before a session starts (the same
+    check ``Campaign.run`` makes when it resumes)."""
+    journal = Journal(opts.out)
+    records = journal.read()
+    if not records:
+        return None
+    if records[0].get("type") != "start":
+        raise CampaignError(f"{journal.path}: not a campaign journal")
+    have, want = records[0].get("identity"), opts.identity()
+    if have != want:
+        have = have if isinstance(have, dict) else {}
+        diff = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+        raise CampaignError(f"{opts.out} holds a different campaign (it differs in: {', '.join(diff)}); "
+                            "give another --out")
+    return sum(len(r.get("rows") or ()) for r in records if r.get("type") == "merged")

@@ -12,6 +12,7 @@ overlay on RocketMQ's defaults.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -256,8 +257,8 @@ def _coerce(sec: str, key: str, f: dataclasses.Field[Any], value: Any) -> Any:
             raise ConfigError(f"{where} must be an integer, got {value!r}")
         return value
     if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"{where} must be a number, got {value!r}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ConfigError(f"{where} must be a finite number, got {value!r}")
         return float(value)
     if isinstance(default, str):
         if not isinstance(value, str):
@@ -269,9 +270,9 @@ def _coerce(sec: str, key: str, f: dataclasses.Field[Any], value: Any) -> Any:
         return list(value)
     if isinstance(default, dict):
         if not isinstance(value, dict) or not all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) for v in value.values()
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in value.values()
         ):
-            raise ConfigError(f"{where} must be a table of numbers")
+            raise ConfigError(f"{where} must be a table of finite numbers")
         return {str(k): float(v) for k, v in value.items()}
     raise ConfigError(f"{where}: unsupported setting type")  # pragma: no cover
 

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         args = p.parse_args(argv)
         return handlers[args.cmd](args, out)
     except UserError as exc:
-        print(f"rmqha: {exc}", file=sys.stderr)
+        print("rmqha: " + str(exc).replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)  # one line, always
         return 2
     except KeyboardInterrupt:
         print("rmqha: interrupted", file=sys.stderr)

@@ -19,7 +19,7 @@ from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
 from rmqha.spec import SPEC_DIR, speccheck
 
-from .common import Handler
+from .common import MAX_JOBS, Handler, int_in, output_dir
 from .doctor import java_status
 from .files import UserError
 
@@ -28,8 +28,9 @@ def register(sub: Any) -> dict[str, Handler]:
     c = sub.add_parser("check", help="run the TLA+ configs (spec/) with TLC against spec/manifest.json")
     c.add_argument("configs", nargs="*", help="config names or .cfg paths (default: every config of the manifest)")
     c.add_argument("--ci", action="store_true", help="only the configs the manifest marks for CI")
-    c.add_argument("--workers", type=int, default=0, help="TLC workers (default: CPU count)")
-    c.add_argument("--out", default="runs/spec", help="where counterexample traces go (default runs/spec)")
+    c.add_argument("--workers", type=int_in(1, MAX_JOBS), help="TLC workers (default: CPU count)")
+    c.add_argument("--out", type=output_dir, default="runs/spec",
+                   help="where counterexample traces go (default runs/spec)")
     c.add_argument("--record", action="store_true", help="write the measured counts into spec/manifest.json")
     c.add_argument("--json", action="store_true")
 
@@ -53,11 +54,13 @@ def _spec_errors(handler: Handler) -> Handler:
 
 
 def cmd_check(args: argparse.Namespace, out: Console) -> int:
+    if args.ci and args.configs:
+        raise UserError("--ci chooses the configs: give config names or --ci, not both")
+    manifest = speccheck.load_manifest()
+    names = speccheck.resolve(args.configs, manifest, ci_only=args.ci)
     ok_java, line = java_status()
     if not ok_java:
         raise UserError(line)
-    manifest = speccheck.load_manifest()
-    names = speccheck.resolve(args.configs, manifest, ci_only=args.ci)
     workers = args.workers or os.cpu_count() or 1
     results = []
     with Progress(TextColumn("{task.description}"), TimeElapsedColumn(), console=Console(stderr=True),

@@ -1,10 +1,19 @@
-"""What every subcommand module shares: the one-line usage error, the argument parser that raises it, and the
-helpers that turn arguments into the kit's inputs (switch names, seed ranges, expected-loss settings)."""
+"""What every subcommand module shares: the one-line usage error, the argument parser that raises it, the typed
+``type=`` helpers that validate every option at the edge (numbers finite and in range, seed ranges, paths usable,
+Spark master URLs), and the helpers that turn arguments into the kit's inputs (switch names, expected-loss
+settings).
+
+A ``type=`` helper raises ``argparse.ArgumentTypeError``; ``Parser.error`` turns it into one line naming the option
+and what it allows (``rmqha: simulate: argument --jobs: must be a whole number from 1 to 1,024, got '-1'``). It
+only looks: it writes nothing and starts nothing, so a mistake is found before any run, Spark, TLC or process."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -20,6 +29,12 @@ Handler = Callable[[argparse.Namespace, Console], int]
 """A subcommand: its parsed arguments and the console to print on; returns the exit status."""
 
 DEFAULT_STEPS = 20_000
+MAX_SEED = 2**62  # seeds go to the Parquet tables as 64-bit integers, with room for a range after them
+MAX_SEEDS = 1_000_000  # seeds in one range
+MAX_STEPS = 1_000_000_000
+MAX_JOBS = 1024  # worker processes, TLC workers, Spark local threads
+MAX_SECONDS = 1_000_000.0  # about 11 days: the longest budget, duration or watch
+MAX_LIFETIME = 30 * 24 * 3600
 
 
 class Parser(argparse.ArgumentParser):
@@ -47,18 +62,219 @@ def apply_configs(cfg: Config, names: list[str]) -> None:
             setattr(cfg, sec, getattr(fresh, sec))
 
 
-def seed_range(text: str) -> list[int]:
+# ------------------------------------------------------------------------------------ option types (type=)
+
+
+def _refuse(allowed: str, text: str) -> NoReturn:
+    raise argparse.ArgumentTypeError(f"{allowed}, got {text!r}")
+
+
+def _shown(n: int) -> str:
+    return f"2^{n.bit_length() - 1}" if n > 10**12 and n & (n - 1) == 0 else f"{n:,}"
+
+
+def int_in(lo: int, hi: int) -> Callable[[str], int]:
+    """``type=``: a whole number in ``lo..hi``."""
+    allowed = f"must be a whole number from {lo} to {_shown(hi)}"
+
+    def whole(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            _refuse(allowed, text)
+        if not lo <= n <= hi:
+            _refuse(allowed, text)
+        return n
+
+    return whole
+
+
+def number_in(lo: float, hi: float) -> Callable[[str], float]:
+    """``type=``: a finite number above ``lo`` and at most ``hi``; nan and inf never."""
+    allowed = f"must be a number above {lo:g} and at most {hi:g}"
+
+    def number(text: str) -> float:
+        try:
+            x = float(text)
+        except ValueError:
+            _refuse(allowed, text)
+        if not (math.isfinite(x) and lo < x <= hi):
+            _refuse(allowed, text)
+        return x
+
+    return number
+
+
+def seconds(hi: float = MAX_SECONDS) -> Callable[[str], float]:
+    """``type=``: a positive finite number of seconds, at most ``hi``."""
+    return number_in(0.0, hi)
+
+
+def _seed_bounds(text: str) -> tuple[int, int]:
+    lo_s, sep, hi_s = text.strip().partition("-")
     try:
-        if "-" in text:
-            a, b = text.split("-", 1)
-            lo, hi = int(a), int(b)
-        else:
-            lo = hi = int(text)
+        lo = int(lo_s)
+        hi = int(hi_s) if sep else lo
     except ValueError:
-        raise UserError(f"--seeds must look like 1-200, got {text!r}") from None
-    if lo < 0 or hi < lo or hi - lo > 1_000_000:
-        raise UserError(f"--seeds range {text!r} is empty or too large")
+        _refuse("must be a seed range like 1-200 (or one seed, e.g. 7)", text)
+    if not 0 <= lo <= hi <= MAX_SEED or hi - lo >= MAX_SEEDS:
+        _refuse(f"must be a range A-B with 0 <= A <= B <= {_shown(MAX_SEED)}, at most {MAX_SEEDS:,} seeds", text)
+    return lo, hi
+
+
+def seed_range(text: str) -> list[int]:
+    """``type=``: a seed range ``A-B`` (or one seed ``N``): the seeds A..B."""
+    lo, hi = _seed_bounds(text)
     return list(range(lo, hi + 1))
+
+
+def seed_count_or_range(text: str) -> tuple[int | None, int]:
+    """``type=``: ``N`` (a count: ``(None, N)``) or ``A-B`` (the seeds A..B: ``(A, B - A + 1)``)."""
+    if "-" in text.strip():
+        lo, hi = _seed_bounds(text)
+        return lo, hi - lo + 1
+    return None, int_in(1, MAX_SEEDS)(text)
+
+
+def _stat(path: str) -> os.stat_result | None:
+    """The path's status, ``None`` when it does not exist; a path that cannot be looked at is refused."""
+    try:
+        return os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except ValueError:
+        _refuse("must be a path without NUL bytes", path)
+    except OSError as exc:
+        _refuse(f"must be a usable path ({exc.strerror or exc})", path)
+
+
+def _creatable(path: str, what: str) -> None:
+    """A path that does not exist yet: its nearest existing ancestor must be a folder this process can write."""
+    anc = os.path.dirname(os.path.abspath(path))
+    while _stat(anc) is None:
+        anc = os.path.dirname(anc)
+    if not os.path.isdir(anc):
+        _refuse(f"must be a {what} path ({anc} is a file, not a folder)", path)
+    if not os.access(anc, os.W_OK | os.X_OK):
+        _refuse(f"must be a {what} path in a folder you can write ({anc} is not writable)", path)
+
+
+def input_file(text: str) -> str:
+    """``type=``: an existing, readable regular file."""
+    if not text:
+        _refuse("must name a file", text)
+    st = _stat(text)
+    if st is None:
+        _refuse("must be an existing file (no such file)", text)
+    if os.path.isdir(text):
+        _refuse("must be a file (this is a folder)", text)
+    if not os.path.isfile(text):
+        _refuse("must be a regular file", text)
+    if not os.access(text, os.R_OK):
+        _refuse("must be a file you can read (permission denied)", text)
+    return text
+
+
+def input_path(text: str) -> str:
+    """``type=``: an existing readable file or folder (``rmqha conform``: a trace, or a real run's folder)."""
+    if text and os.path.isdir(text):
+        if not os.access(text, os.R_OK | os.X_OK):
+            _refuse("must be a folder you can read (permission denied)", text)
+        return text
+    return input_file(text)
+
+
+def folder_path(text: str) -> str:
+    """``type=``: a folder a command reads (a cluster's, a run's): not a file; a missing one is for the command to
+    name (``no cluster in D``)."""
+    if not text:
+        _refuse("must name a folder", text)
+    if _stat(text) is not None and not os.path.isdir(text):
+        _refuse("must be a folder (this is a file)", text)
+    return text
+
+
+def output_file(text: str) -> str:
+    """``type=``: a file to write: an existing writable file, or a new one whose folder can be made."""
+    if not text or text.endswith(os.sep):
+        _refuse("must name a file", text)
+    if _stat(text) is None:
+        _creatable(text, "file")
+    elif os.path.isdir(text):
+        _refuse("must be a file (this is a folder)", text)
+    elif not os.access(text, os.W_OK):
+        _refuse("must be a file you can write (permission denied)", text)
+    return text
+
+
+def output_dir(text: str) -> str:
+    """``type=``: a folder to write in: an existing writable folder, or a new one that can be made."""
+    if not text:
+        _refuse("must name a folder", text)
+    if _stat(text) is None:
+        _creatable(text, "folder")
+    elif not os.path.isdir(text):
+        _refuse("must be a folder (this is a file)", text)
+    elif not os.access(text, os.W_OK | os.X_OK):
+        _refuse("must be a folder you can write (permission denied)", text)
+    return text
+
+
+_LOCAL = re.compile(r"local(?:\[(\*|\d+)(?:,(\d+))?\])?")
+_HOST_PORT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?:(\d{1,5})")
+MASTERS = "local, local[N], local[*], local[N,F], local[*,F], spark://HOST:PORT[,HOST:PORT], yarn, k8s://..., mesos://..."
+
+
+def master_url(text: str) -> str:
+    """``type=``: a Spark master URL of a form Spark accepts (checked before Spark starts: a bad one is a line, not
+    a Java stack)."""
+    allowed = f"must be a Spark master URL ({MASTERS}; N threads and F retries from 1 to {MAX_JOBS})"
+    if (m := _LOCAL.fullmatch(text)) is not None:
+        if any(g is not None and g != "*" and not 1 <= int(g) <= MAX_JOBS for g in m.groups()):
+            _refuse(allowed, text)
+        return text
+    if text.startswith("spark://"):
+        hosts = text.removeprefix("spark://").split(",")
+        if all((h := _HOST_PORT.fullmatch(x)) is not None and 1 <= int(h.group(1)) <= 65535 for x in hosts):
+            return text
+        _refuse(allowed, text)
+    if text == "yarn" or re.fullmatch(r"(k8s|mesos)://\S+", text):
+        return text
+    _refuse(allowed, text)
+
+
+def choice(names: tuple[str, ...] | list[str], what: str) -> Callable[[str], str]:
+    """``type=``: one of ``names`` (``argparse``'s ``choices`` would print them all as the metavar too)."""
+
+    def named(text: str) -> str:
+        if text not in names:
+            _refuse(f"must be a known {what} ({', '.join(names)})", text)
+        return text
+
+    return named
+
+
+def not_empty(what: str) -> Callable[[str], str]:
+    """``type=``: any text but an empty (or blank) one."""
+
+    def text_of(text: str) -> str:
+        if not text.strip():
+            _refuse(f"must name {what}", text)
+        return text
+
+    return text_of
+
+
+# ------------------------------------------------------------------------------------------ combinations
+
+
+def refuse_unless(args: argparse.Namespace, needs: str, options: Mapping[str, str]) -> None:
+    """Options (dest -> flag) that only apply with ``needs``: one given without it is a ``UserError``, not an
+    option silently ignored."""
+    for dest, flag in options.items():
+        value = getattr(args, dest)
+        if value not in (None, False, []):
+            raise UserError(f"{flag} applies only with {needs}")
 
 
 def violation_line(v: Mapping[str, Any] | None) -> str:

@@ -20,25 +20,44 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from rmqha.impl.sim.config import default_config
+from rmqha.impl.sim.config import PROFILES, default_config
 from rmqha.impl.sim.runner import header_for
 from rmqha.models.conform import validate
 from rmqha.real.conform import conform_run, run_dir_of
 
-from .common import Handler, apply_configs, bug_list, model_trace_objs, read_trace, seed_range
+from .common import (
+    MAX_JOBS,
+    MAX_STEPS,
+    Handler,
+    apply_configs,
+    bug_list,
+    choice,
+    input_path,
+    int_in,
+    model_trace_objs,
+    read_trace,
+    refuse_unless,
+    seed_range,
+)
 from .files import UserError, read_trace_text
+
+STEPS = 5000  # --seeds: simulator steps per run
+CONFORM_PROFILES = tuple(p for p in PROFILES if default_config(p).cluster.mode == "controller")
 
 
 def register(sub: Any) -> dict[str, Handler]:
     cf = sub.add_parser("conform", help="validate implementation traces against the model, step by step")
-    cf.add_argument("traces", nargs="*", help="implementation trace files (rmqha simulate / Hypothesis / fuzz), "
-                    "or a real run's folder (rmqha real test)")
-    cf.add_argument("--seeds", help="also validate fresh random runs of these seeds, e.g. 1-500")
-    cf.add_argument("--steps", type=int, default=5000, help="--seeds: simulator steps per run (default 5000)")
-    cf.add_argument("--profile", help="--seeds: safe (default), defaults, unclean, power-loss")
+    cf.add_argument("traces", nargs="*", type=input_path, help="implementation trace files (rmqha simulate / "
+                    "Hypothesis / fuzz), or a real run's folder (rmqha real test)")
+    cf.add_argument("--seeds", type=seed_range, metavar="A-B",
+                    help="also validate fresh random runs of these seeds, e.g. 1-500")
+    cf.add_argument("--steps", type=int_in(1, MAX_STEPS),
+                    help=f"--seeds: simulator steps per run (default {STEPS})")
+    cf.add_argument("--profile", type=choice(CONFORM_PROFILES, "profile of controller mode"),
+                    help=f"--seeds: {', '.join(CONFORM_PROFILES)} (default safe)")
     cf.add_argument("--bug", action="append", default=[], help="--seeds: switch on an injectable bug")
     cf.add_argument("--fix", action="append", default=[], help="--seeds: a finding's fix switch, or 'all'")
-    cf.add_argument("--jobs", type=int, default=0, help="worker processes (default: CPU count)")
+    cf.add_argument("--jobs", type=int_in(1, MAX_JOBS), help="worker processes (default: CPU count)")
     cf.add_argument("--json", action="store_true", help="print one JSON report per trace")
     return {"conform": cmd_conform}
 
@@ -83,6 +102,9 @@ def _conform_real(d: Path, out: Console, as_json: bool) -> bool:
 
 
 def cmd_conform(args: argparse.Namespace, out: Console) -> int:
+    if args.seeds is None:
+        refuse_unless(args, "--seeds A-B (fresh runs)", {"steps": "--steps", "profile": "--profile", "bug": "--bug",
+                                                         "fix": "--fix"})
     items: list[tuple[str, dict[str, Any]]] = []
     real_ok = True
     real_dirs = [d for d in (run_dir_of(p) for p in args.traces) if d is not None]
@@ -91,25 +113,21 @@ def cmd_conform(args: argparse.Namespace, out: Console) -> int:
     for path in args.traces:
         if run_dir_of(path) is not None:
             continue
+        if os.path.isdir(path):
+            raise UserError(f"{path}: a folder that holds no real run (rmqha real test): give trace files, or a real "
+                            "run's folder")
         text = read_trace_text(path)
         if model_trace_objs(path, text) is not None:
             raise UserError(f"{path}: a model trace; conform validates implementation traces (rmqha replay "
                             "--impl OUT turns a model trace into one)")
         items.append((path, read_trace(path, text)[1]))
-    if args.seeds:
+    if args.seeds is not None:
         profile = args.profile or "safe"
-        try:
-            cfg = default_config(profile)
-        except ValueError as exc:
-            raise UserError(str(exc)) from None
-        if cfg.cluster.mode != "controller":
-            raise UserError(f"profile {profile!r} is a 4.x legacy run: conformance needs controller mode")
+        cfg = default_config(profile)
         names = bug_list(args.bug, args.fix)
         apply_configs(cfg, names)
-        if args.steps <= 0:
-            raise UserError("--steps must be positive")
-        items += [(f"seed {n}", header_for(cfg, n, args.steps, names, None, None, profile))
-                  for n in seed_range(args.seeds)]
+        steps = STEPS if args.steps is None else args.steps
+        items += [(f"seed {n}", header_for(cfg, n, steps, names, None, None, profile)) for n in args.seeds]
     if not items:
         if real_dirs:
             return 0 if real_ok else 1

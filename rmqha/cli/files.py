@@ -24,6 +24,16 @@ def read_toml(path: str) -> dict[str, Any]:
         return tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UserError(f"{path}: not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+
+
+def file_profile(path: str | None, data: dict[str, Any]) -> str | None:
+    """The ``profile`` a config file names (taken out of its settings), ``None`` if it names none."""
+    profile = data.pop("profile", None)
+    if profile is not None and not isinstance(profile, str):
+        raise UserError(f"{path}: 'profile' must be a string")
+    return profile
 
 
 def load_config(path: str | None, profile: str | None) -> tuple[Config, str]:
@@ -39,10 +49,8 @@ def load_config_aside(path: str | None, profile: str | None,
     data: dict[str, Any] = {}
     if path is not None:
         data = read_toml(path)
-        file_profile = data.pop("profile", None)
-        if file_profile is not None and not isinstance(file_profile, str):
-            raise UserError(f"{path}: 'profile' must be a string")
-        profile = profile or file_profile
+        named = file_profile(path, data)
+        profile = profile or named
     tables = {name: data.pop(name) for name in aside if name in data}
     profile = profile or "safe"
     if profile not in PROFILES:

@@ -1,6 +1,6 @@
 """``rmqha fuzz``: a fuzz campaign on Spark (``rmqha.spark_fuzz``).
 
-    rmqha fuzz [--budget SECONDS | --seeds N] [--master URL] [--config FILE] [--profile P] [--bug NAME]...
+    rmqha fuzz [--budget SECONDS | --seeds N|A-B] [--master URL] [--config FILE] [--profile P] [--bug NAME]...
                [--fix NAME|all]... [--guided | --unguided | --compare] [--seed-start N] [--steps K] [--out DIR]
                [--no-shrink] [--json]
 
@@ -21,32 +21,52 @@ from rich.console import Console
 from rich.markup import escape
 
 from rmqha.impl import bugs as B
-from rmqha.impl.sim.config import PROFILES, config_from_dict
+from rmqha.impl.sim.config import PROFILES, config_from_dict, default_config
 from rmqha.impl.sim.scenarios import precursors_off
-from rmqha.spark_fuzz.campaign import Campaign, CampaignError, CampaignOptions, options_from
+from rmqha.spark_fuzz.campaign import Campaign, CampaignError, CampaignOptions, journaled_runs, options_from
 from rmqha.spark_fuzz.outputs import write_tables
 from rmqha.spark_fuzz.report import write_report
 from rmqha.spark_fuzz.session import spark_session
 
-from .common import Handler
+from .common import (
+    MAX_SECONDS,
+    MAX_SEED,
+    MAX_STEPS,
+    Handler,
+    bug_list,
+    choice,
+    input_file,
+    int_in,
+    master_url,
+    output_dir,
+    seconds,
+    seed_count_or_range,
+)
 from .doctor import java_status
 from .files import UserError, load_config_aside
 from .terminal import FuzzProgress, fuzz_summary
 
 DEFAULT_OUT = "runs/fuzz"
 DEFAULT_BUDGET = 60.0
+SEED_START = 1
+FUZZ_PROFILES = tuple(p for p in PROFILES if default_config(p).cluster.mode == "controller")
 
 
 def register(sub: Any) -> dict[str, Handler]:
     f = sub.add_parser("fuzz", help="a fuzz campaign on Spark: swarm faults, coverage guidance, shrunk findings, "
                                     "Parquet tables and an HTML report")
     stop = f.add_mutually_exclusive_group()
-    stop.add_argument("--budget", type=float, help=f"seconds of fuzzing (default {DEFAULT_BUDGET:g})")
-    stop.add_argument("--seeds", type=int, help="runs per arm, then stop (a deterministic campaign)")
-    f.add_argument("--master", help="Spark master URL (default: embedded local[*])")
-    f.add_argument("--config", help="TOML file: kit settings (docs/configuration.md) and a [fuzz] table (docs/fuzz.md)")
-    profiles = ", ".join(p for p in PROFILES if p != "safe" and "legacy" not in p)
-    f.add_argument("--profile", help=f"safe (default), {profiles}")
+    stop.add_argument("--budget", type=seconds(), metavar="SECONDS",
+                      help=f"seconds of fuzzing (default {DEFAULT_BUDGET:g}; at most {MAX_SECONDS:g})")
+    stop.add_argument("--seeds", type=seed_count_or_range, metavar="N|A-B",
+                      help="a deterministic campaign: N runs per arm from --seed-start, or A-B: the runs per arm "
+                           "seeded A..B (--seed-start A, B-A+1 runs)")
+    f.add_argument("--master", type=master_url, help="Spark master URL: local[N], local[*] (the default, embedded), "
+                                                     "spark://HOST:PORT, yarn, k8s://..., mesos://...")
+    f.add_argument("--config", type=input_file,
+                   help="TOML file: kit settings (docs/configuration.md) and a [fuzz] table (docs/fuzz.md)")
+    f.add_argument("--profile", type=choice(FUZZ_PROFILES, "profile of controller mode"),
+                   help=f"safe (default), {', '.join(p for p in FUZZ_PROFILES if p != 'safe')}")
     f.add_argument("--bug", action="append", default=[], help="switch on an injectable bug or an expected-loss "
                                                               "configuration (see `rmqha bugs`)")
     f.add_argument("--fix", action="append", default=[], help="apply a finding's fix switch, or 'all'")
@@ -56,10 +76,12 @@ def register(sub: Any) -> dict[str, Handler]:
     mode.add_argument("--unguided", dest="mode", action="store_const", const="unguided", help="fresh seeds only")
     mode.add_argument("--compare", dest="mode", action="store_const", const="compare",
                       help="both arms side by side (half the runs each), for the coverage curves")
-    f.add_argument("--seed-start", type=int, default=1, help="first seed, and the seed of the campaign (default 1)")
-    f.add_argument("--steps", type=int, help="simulator steps per run (default 20000, or [fuzz] steps)")
-    f.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT}); an existing one "
-                                                      "is resumed")
+    f.add_argument("--seed-start", type=int_in(0, MAX_SEED),
+                   help=f"first seed, and the seed of the campaign (default {SEED_START})")
+    f.add_argument("--steps", type=int_in(1, MAX_STEPS),
+                   help="simulator steps per run (default 20000, or [fuzz] steps)")
+    f.add_argument("--out", type=output_dir, default=DEFAULT_OUT,
+                   help=f"campaign directory (default {DEFAULT_OUT}); an existing one is resumed")
     f.add_argument("--no-shrink", action="store_true", help="record violations without shrinking them")
     f.add_argument("--json", action="store_true", help="print the summary as JSON")
     return {"fuzz": cmd_fuzz}
@@ -75,29 +97,31 @@ def _config(path: str | None, profile: str | None,
     return cfg.to_dict(), profile, tables.get("fuzz")
 
 
-def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
-    if args.seeds is not None and args.seeds <= 0:
-        raise UserError("--seeds must be positive")
-    if args.budget is not None and args.budget <= 0:
-        raise UserError("--budget must be positive")
-    if args.steps is not None and args.steps <= 0:
-        raise UserError("--steps must be positive")
-    if args.seeds is None and args.budget is None:
-        args.budget = DEFAULT_BUDGET
-    try:
-        names = B.names_from(args.bug, args.fix)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+def campaign_options(args: argparse.Namespace) -> CampaignOptions:
+    """The campaign the arguments ask for, every option and file validated (nothing started, nothing written)."""
+    seed_start, runs = (None, None) if args.seeds is None else args.seeds
+    if seed_start is not None and args.seed_start is not None:
+        raise UserError("--seeds A-B names the first seed: give --seeds A-B, or --seeds N with --seed-start")
+    seed_start = seed_start if seed_start is not None else SEED_START if args.seed_start is None else args.seed_start
+    budget = DEFAULT_BUDGET if runs is None and args.budget is None else args.budget
+    names = bug_list(args.bug, args.fix)
     config, profile, fuzz = _config(args.config, args.profile, names)
     if args.steps is not None:
         fuzz = dict(fuzz or {}, steps=args.steps)
     try:
-        opts = options_from(args.out, config, fuzz, profile=profile, bugs=names, disabled=precursors_off(names),
+        return options_from(args.out, config, fuzz, profile=profile, bugs=names, disabled=precursors_off(names),
                             guided=args.mode != "unguided", compare=args.mode == "compare",
-                            seed_start=args.seed_start, budget=args.budget, seeds=args.seeds,
-                            shrink=not args.no_shrink)
+                            seed_start=seed_start, budget=budget, seeds=runs, shrink=not args.no_shrink)
     except ValueError as exc:
         raise UserError(f"{args.config or 'config'}: {exc}") from None
+
+
+def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
+    opts = campaign_options(args)
+    try:
+        done = journaled_runs(opts)
+    except CampaignError as exc:
+        raise UserError(str(exc)) from None
     ok, line = java_status()
     if not ok:
         raise UserError(f"Spark needs Java 17: {line}")
@@ -105,10 +129,12 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
         Path(args.out).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UserError(f"cannot create {args.out}: {exc.strerror}") from None
+    err = Console(stderr=True)
+    if done is not None and not args.json:
+        err.print(f"resuming campaign in {escape(args.out)}: {done} runs done", highlight=False, soft_wrap=True)
 
     from pyspark.sql import SparkSession  # lazy: pyspark (490 MB, a JVM) loads only for a campaign
 
-    err = Console(stderr=True)
     if not args.json:
         err.print(f"starting Spark ({escape(args.master or 'embedded local[*]')}) ...", highlight=False)
     ours = SparkSession.getActiveSession() is None  # a session we start, we stop (an embedding caller keeps its own)
@@ -121,10 +147,10 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
 
 
 def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: CampaignOptions) -> int:
-    bar = FuzzProgress(args.seeds * len(opts.arms) if args.seeds else args.budget, quiet=args.json)
+    bar = FuzzProgress(opts.seeds * len(opts.arms) if opts.seeds else opts.budget or 0.0, quiet=args.json)
 
     def show(p: Any) -> None:
-        bar.show(p, p.runs if args.seeds else min(p.elapsed - camp.elapsed_before, args.budget))
+        bar.show(p, p.runs if opts.seeds else min(p.elapsed - camp.elapsed_before, opts.budget or 0))
 
     camp = Campaign(spark, opts, on_progress=show)
     try:

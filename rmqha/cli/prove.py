@@ -12,14 +12,16 @@ from typing import Any
 
 from rich.console import Console
 
-from .common import Handler, bug_list
+from .common import Handler, bug_list, int_in
 from .files import UserError
+
+MAX_BROKERS = 16  # rmqha.symbolic.prover.MAX_BROKERS (checked again there; z3 loads with that module)
 
 
 def register(sub: Any) -> dict[str, Handler]:
     pv = sub.add_parser("prove", help="z3 inductive checks of the controller invariants; CTIs replayed on the model "
                                       "and the implementation")
-    pv.add_argument("--brokers", type=int, default=3, help="broker ids 1..N (default 3)")
+    pv.add_argument("--brokers", type=int_in(1, MAX_BROKERS), default=3, help="broker ids 1..N (default 3)")
     pv.add_argument("--bug", action="append", default=[],
                     help="a controller switch: alter-skip-sss-epoch-check, elect-ignores-liveness, unclean-election")
     pv.add_argument("--json", action="store_true")

@@ -21,42 +21,66 @@ from rmqha.impl.sim.config import PROFILES, Config, config_from_dict
 from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
 from rmqha.impl.trace import ViolationRecord
 
-from .common import DEFAULT_STEPS, Handler, apply_configs, bug_list, seed_range, violation_line
+from .common import (
+    DEFAULT_STEPS,
+    MAX_JOBS,
+    MAX_SEED,
+    MAX_STEPS,
+    Handler,
+    apply_configs,
+    bug_list,
+    choice,
+    input_file,
+    int_in,
+    number_in,
+    output_dir,
+    output_file,
+    refuse_unless,
+    seed_range,
+    violation_line,
+)
 from .files import UserError, load_config, write_text
 from .terminal import batch_progress, batch_summary
+
+MAX_SIM_SECONDS = 1e9  # simulated seconds (about 31 years)
 
 
 def register(sub: Any) -> dict[str, Handler]:
     s = sub.add_parser("simulate", help="run seeded simulations with random faults, checking every invariant")
     which = s.add_mutually_exclusive_group()
-    which.add_argument("--seed", type=int, help="one seed (default 1)")
-    which.add_argument("--seeds", help="a range of seeds, e.g. 1-200")
-    s.add_argument("--steps", type=int, default=DEFAULT_STEPS,
+    which.add_argument("--seed", type=int_in(0, MAX_SEED), help="one seed (default 1)")
+    which.add_argument("--seeds", type=seed_range, metavar="A-B", help="a range of seeds, e.g. 1-200 (a batch)")
+    s.add_argument("--steps", type=int_in(1, MAX_STEPS), default=DEFAULT_STEPS,
                    help=f"simulator steps per run (default {DEFAULT_STEPS})")
-    s.add_argument("--max-time", type=float, help="stop a run at this simulated time (seconds)")
-    s.add_argument("--profile", help=f"safe (default), {', '.join(p for p in PROFILES if p != 'safe')}")
-    s.add_argument("--config", help="TOML file of settings (sections as in docs/configuration.md)")
+    s.add_argument("--max-time", type=number_in(0.0, MAX_SIM_SECONDS), metavar="SECONDS",
+                   help="stop a run at this simulated time (seconds, above 0)")
+    s.add_argument("--profile", type=choice(list(PROFILES), "profile"),
+                   help=f"safe (default), {', '.join(p for p in PROFILES if p != 'safe')}")
+    s.add_argument("--config", type=input_file, help="TOML file of settings (sections as in docs/configuration.md)")
     s.add_argument("--bug", action="append", default=[], help="switch on an injectable bug (see `rmqha bugs`)")
     s.add_argument("--fix", action="append", default=[], help="apply a finding's fix switch, or 'all'")
-    s.add_argument("--trace", help="write the trace of a single run here (.jsonl, or .jsonl.gz)")
-    s.add_argument("--out", help="batch: write traces of failing seeds and a summary.json here")
-    s.add_argument("--jobs", type=int, default=0, help="batch: worker processes (default: CPU count)")
+    s.add_argument("--trace", type=output_file, help="one seed: write its trace here (.jsonl, or .jsonl.gz)")
+    s.add_argument("--out", type=output_dir, help="batch: write traces of failing seeds and a summary.json here")
+    s.add_argument("--jobs", type=int_in(1, MAX_JOBS), help="batch: worker processes (default: CPU count)")
     s.add_argument("--no-triage", action="store_true", help="batch: do not attribute violations to findings")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     return {"simulate": cmd_simulate}
 
 
 def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
-    if args.steps <= 0:
-        raise UserError("--steps must be positive")
+    if args.seeds is not None and args.trace:
+        raise UserError("--trace is for one seed; use --out DIR with --seeds A-B")
+    if args.seeds is None:
+        refuse_unless(args, "a batch (--seeds A-B; one seed writes its trace with --trace FILE)",
+                      {"out": "--out", "jobs": "--jobs", "no_triage": "--no-triage"})
     cfg, profile = load_config(args.config, args.profile)
     names = bug_list(args.bug, args.fix)
     apply_configs(cfg, names)
-    max_time = int(args.max_time * 1000) if args.max_time is not None else None
-    if args.seeds:
-        if args.trace:
-            raise UserError("--trace is for one seed; use --out DIR with --seeds")
-        return _batch(args, out, cfg, profile, names, seed_range(args.seeds), max_time)
+    max_time = round(args.max_time * 1000) if args.max_time is not None else None
+    if max_time is not None and max_time < 1:
+        raise UserError(f"--max-time must be at least 0.001 s, got {args.max_time:g}")
+    if args.seeds is not None:
+        return _batch(args, out, cfg, profile, names, args.seeds, max_time)
     seed = 1 if args.seed is None else args.seed
     t0 = time.perf_counter()
     result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile)

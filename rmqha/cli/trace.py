@@ -19,22 +19,35 @@ from rmqha.impl.sim.runner import run_header
 from rmqha.models import crosslayer
 from rmqha.spec import speccheck
 
-from .common import Handler, model_trace_objs, read_trace, violation_line
+from .common import (
+    MAX_STEPS,
+    Handler,
+    input_file,
+    int_in,
+    model_trace_objs,
+    output_file,
+    read_trace,
+    refuse_unless,
+    violation_line,
+)
 from .files import UserError, read_trace_text, write_text
+
+WINDOW = 400  # rmqha show --around: steps either side
 
 
 def register(sub: Any) -> dict[str, Handler]:
     r = sub.add_parser("replay", help="re-run a trace and check it reproduces byte for byte (a model trace: "
                                       "state for state on the model)")
-    r.add_argument("file")
-    r.add_argument("--impl", metavar="OUT",
+    r.add_argument("file", type=input_file)
+    r.add_argument("--impl", metavar="OUT", type=output_file,
                    help="model trace: also play its environment steps on the simulator and write that trace here")
     r.add_argument("--json", action="store_true")
 
     sh = sub.add_parser("show", help="print a readable timeline of a trace")
-    sh.add_argument("file")
-    sh.add_argument("--around", type=int, help="only steps near this step")
-    sh.add_argument("--window", type=int, default=400, help="with --around: this many steps either side")
+    sh.add_argument("file", type=input_file)
+    sh.add_argument("--around", type=int_in(0, MAX_STEPS), metavar="STEP", help="only steps near this step")
+    sh.add_argument("--window", type=int_in(1, MAX_STEPS), metavar="N",
+                    help=f"with --around: this many steps either side (default {WINDOW})")
     return {"replay": cmd_replay, "show": cmd_show}
 
 
@@ -113,6 +126,8 @@ def cmd_replay(args: argparse.Namespace, out: Console) -> int:
 
 
 def cmd_show(args: argparse.Namespace, out: Console) -> int:
+    if args.around is None:
+        refuse_unless(args, "--around STEP", {"window": "--window"})
     _text, header, lines, footer = read_trace(args.file)
-    print(render(header, lines, footer, args.around, args.window))
+    print(render(header, lines, footer, args.around, WINDOW if args.window is None else args.window))
     return 0

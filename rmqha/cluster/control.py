@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from ..impl.sim.config import Config, ConfigError
-from . import wire
-from .spec import HOST, RUN_FILE, ClusterSpec, create, load
+from . import rundir, wire
+from .spec import HOST, RUN_FILE, SPEC_FILE, ClusterSpec, create, load
 
 PIDS = "pids.json"
+# What a cluster's folder holds (spec.py, this module, nemesis.py, run.py, report.py): ``--fresh`` removes these.
+RUN_ENTRIES = frozenset({SPEC_FILE, SPEC_FILE + ".tmp", PIDS, PIDS + ".tmp", RUN_FILE, "nodes", "traces", "logs",
+                         "faults.jsonl", "history.jsonl", "trace.jsonl", "result.json", "report.html"})
 _children: dict[int, subprocess.Popen[bytes]] = {}  # processes this Python process started (reaped here)
 
 
@@ -77,6 +80,8 @@ def _spawn(spec: ClusterSpec, module: str, name: str, *extra: str) -> int:
 
 
 def start_node(spec: ClusterSpec, node: str) -> int:
+    if node not in spec.nodes:
+        raise ClusterError(f"no node {node!r} (nodes: {', '.join(spec.nodes)})")
     pids = read_pids(spec)
     if node in pids and alive(pids[node]):
         raise ClusterError(f"{node} is already running (pid {pids[node]})")
@@ -86,13 +91,19 @@ def start_node(spec: ClusterSpec, node: str) -> int:
 
 
 def up(folder: Path, cfg: Config, *, seed: int = 1, bugs: frozenset[str] = frozenset(), max_lifetime: int = 3600,
-       ready_timeout: float = 20.0) -> ClusterSpec:
-    if (folder / RUN_FILE).exists():
+       ready_timeout: float = 20.0, fresh: bool = False) -> ClusterSpec:
+    """Start a cluster in ``folder``: a new or empty one, or (``fresh``) an earlier run's, wiped first
+    (``rundir.py``); a running cluster is never touched."""
+    if (folder / RUN_FILE).exists() and (folder / SPEC_FILE).is_file():
         old = load(folder)
         if any(alive(p) for p in read_pids(old).values()):
             raise ClusterError(f"a cluster is already running in {folder} (run `rmqha cluster down --dir {folder}`)")
     if cfg.cluster.mode != "controller":
         raise ConfigError("rmqha cluster runs controller mode only")
+    try:
+        rundir.wipe(rundir.earlier_run(folder, SPEC_FILE, RUN_ENTRIES, fresh=fresh, what="cluster"))
+    except rundir.RunDirError as exc:
+        raise ClusterError(str(exc)) from None
     spec = create(folder, cfg, seed=seed, bugs=bugs, max_lifetime=max_lifetime)
     (spec.dir / RUN_FILE).write_text(str(os.getpid()))
     pids = {"proxy": _spawn(spec, "rmqha.cluster.proxy", "proxy")}

@@ -37,6 +37,7 @@ class RunOptions:
     bugs: frozenset[str] = frozenset()
     down: float = 4.0
     settle: float = 20.0
+    fresh: bool = False  # wipe an earlier run in ``folder`` (rundir.py); without it, such a folder is refused
 
 
 def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
@@ -45,7 +46,7 @@ def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> d
             raise C.ClusterError(f"unknown fault {r!r} (known: {', '.join(RECIPES)})")
     t_begin = time.monotonic()
     spec = C.up(opts.folder, opts.cfg, seed=opts.seed, bugs=opts.bugs,
-                max_lifetime=int(opts.duration + opts.settle + 60 * (1 + len(opts.faults))))
+                max_lifetime=int(opts.duration + opts.settle + 60 * (1 + len(opts.faults))), fresh=opts.fresh)
     say(f"cluster up in {opts.folder} ({len(spec.nodes)} processes)")
     nem = Nemesis(spec, opts.down, say)
     final: dict[str, dict[str, Any] | None] = {}

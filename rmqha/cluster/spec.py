@@ -134,5 +134,7 @@ def load(folder: Path) -> ClusterSpec:
                            int(d["maxLifetime"]))
     except FileNotFoundError:
         raise ConfigError(f"no cluster in {folder} (run `rmqha cluster up --dir {folder}` first)") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path}: not a cluster description ({exc})") from None

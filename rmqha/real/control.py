@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..cluster import rundir
 from ..impl.sim.config import Config, ConfigError
 from . import maven, netns
 from .spec import RUN_FILE, SPEC_FILE, RealSpec, create, load
@@ -34,6 +35,13 @@ UP_TIMEOUT_S = 300.0
 WATCH = ("CONTROLLER_ELECT_MASTER", "CONTROLLER_ALTER_SYNC_STATE_SET", "NOTIFY_BROKER_ROLE_CHANGED",
          "CONTROLLER_REGISTER_BROKER", "CONTROLLER_GET_NEXT_BROKER_ID", "CONTROLLER_APPLY_BROKER_ID",
          "CLEAN_BROKER_DATA", "CONTROLLER_GET_REPLICA_INFO", "REGISTER_BROKER")
+
+
+# What a real run's folder holds (spec.py, this module, supervisor.py, clients.py, report.py, repro.py): ``--fresh``
+# removes these, and a folder holding anything else is never wiped (``rundir.py``).
+RUN_ENTRIES = frozenset({SPEC_FILE, SPEC_FILE + ".tmp", RUN_FILE, "nodes", "logs", "events", "clients", "proxy.json",
+                         "classpath.txt", "supervisor.sock", "proxy.sock", "history.jsonl", "controller-log.jsonl",
+                         "trace.jsonl", "result.json", "report.html", "repro.json"})
 
 
 class RealError(RuntimeError):
@@ -110,15 +118,20 @@ def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int
     folder = folder.resolve()
     if folder.exists() and not folder.is_dir():
         raise RealError(f"--dir {folder}: exists and is not a folder")
-    if (folder / SPEC_FILE).exists():
-        old = load(folder)
-        if is_up(old):
+    if (folder / SPEC_FILE).is_file():
+        try:
+            old: RealSpec | None = load(folder)
+        except ConfigError:  # a torn description: an earlier run all the same, and nothing of it answers
+            old = None
+        if old is not None and is_up(old):
             raise RealError(f"a cluster is already up in {folder} (rmqha real down --dir {folder})")
-        if not fresh:
-            raise RealError(f"{folder} holds an earlier run: choose another --dir, or --fresh to wipe it")
-    if fresh and folder.exists():
+    try:
+        stale = rundir.earlier_run(folder, SPEC_FILE, RUN_ENTRIES, fresh=fresh, what="real cluster")
+    except rundir.RunDirError as exc:
+        raise RealError(str(exc)) from None
+    if stale:
         down(folder, quiet=True)
-        shutil.rmtree(folder)
+        rundir.wipe(stale)
     preflight()
     say(f"resolving RocketMQ {version} (Maven) ...")
     try:

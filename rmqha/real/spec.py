@@ -297,5 +297,7 @@ def load(folder: Path) -> RealSpec:
                         int(d["lifetimeS"]), int(d["createdMs"]), kit_only=list(d.get("kitOnly", [])))
     except FileNotFoundError:
         raise ConfigError(f"no real cluster in {folder} (run `rmqha real up --dir {folder}` first)") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path}: not a real cluster description ({exc})") from None
