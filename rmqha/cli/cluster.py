@@ -31,6 +31,7 @@ from rmqha.impl.sim.config import PROFILES, Config, ConfigError
 
 from .common import Handler
 from .files import UserError, read_toml
+from .signals import ends_on_signals
 
 DEFAULT_DIR = "runs/cluster"
 DEFAULT_TEST_DIR = "runs/cluster-test"
@@ -83,7 +84,7 @@ def register(sub: Any) -> dict[str, Handler]:
     t.add_argument("--down", type=float, default=4.0, help="seconds a killed / paused / cut master stays so")
     t.add_argument("--settle", type=float, default=20.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
-    return {"cluster": cmd_cluster}
+    return {"cluster": ends_on_signals(cmd_cluster)}
 
 
 def cluster_config(path: str | None, profile: str | None, bugs: list[str], fixes: list[str]) -> tuple[Config, str,

@@ -33,7 +33,7 @@ from ..impl.runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe,
 from ..impl.sim.world import build_node
 from . import wire
 from .persist import BrokerFiles, ControllerFiles
-from .spec import HOST, RUN_FILE, ClusterSpec, load
+from .spec import HOST, ClusterSpec, load, why_stop
 
 CONNECT_TIMEOUT = 3.0
 MAX_BUFFER = 64 * 1024 * 1024
@@ -263,10 +263,11 @@ class Host:
         self._note("host.start", pid=os.getpid())
         self._run("start", self.node.start)
         deadline = time.monotonic() + self.spec.max_lifetime
-        spec_file = self.spec.dir / RUN_FILE
-        while time.monotonic() < deadline and spec_file.exists():  # bounded: the lifetime, or `down`
+        why = why_stop(self.spec.dir)
+        while time.monotonic() < deadline and why is None:  # bounded: the lifetime, `down`, or the owner's end
             await asyncio.sleep(0.5)
-        self._note("host.exit", reason="cluster down" if not spec_file.exists() else "max lifetime")
+            why = why_stop(self.spec.dir)
+        self._note("host.exit", reason=why or "max lifetime")
         for s in servers:
             s.close()
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import wire
-from .spec import HOST, RUN_FILE, ClusterSpec, load
+from .spec import HOST, ClusterSpec, load, why_stop
 
 CONNECT_TIMEOUT = 3.0
 log = logging.getLogger("rmqha.cluster.proxy")
@@ -118,8 +118,7 @@ class Proxy:
                 servers.append(await asyncio.start_server(self.handler(node, "ha"), HOST, ports["ha"]))
         servers.append(await asyncio.start_server(self.control, HOST, self.spec.proxy_port))
         deadline = time.monotonic() + self.spec.max_lifetime
-        spec_file = self.spec.dir / RUN_FILE
-        while time.monotonic() < deadline and spec_file.exists():
+        while time.monotonic() < deadline and why_stop(self.spec.dir) is None:  # the lifetime, `down`, the owner
             await asyncio.sleep(0.5)
         for s in servers:
             s.close()
