@@ -201,13 +201,9 @@ def _request(port: int, frames: bytes, timeout: float) -> dict[str, Any] | None:
         with socket.create_connection((HOST, port), timeout) as s:
             s.settimeout(timeout)
             s.sendall(frames)
-            head = _recv(s, 4)
-            n = int.from_bytes(head, "big")
-            if n > wire.MAX_FRAME:
-                return None
-            answer: dict[str, Any] | None = json.loads(_recv(s, n))
-            return answer
-    except (OSError, ValueError):
+            n = wire.frame_length(_recv(s, 4))
+            return wire.decode_payload(_recv(s, n))
+    except (OSError, ValueError):  # wire.FrameError is a ValueError
         return None
 
 

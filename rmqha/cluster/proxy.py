@@ -66,7 +66,10 @@ class Proxy:
                 first = await asyncio.wait_for(wire.read_frame(reader), 10)
                 src, _ = wire.parse_hello(first)
             except (TimeoutError, wire.FrameError, ConnectionError, OSError) as exc:
-                log.warning("%s %s: dropping a connection: %s", node, kind, exc)
+                peer = writer.get_extra_info("peername")
+                who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
+                log.warning("%s %s: dropping a connection from %s: %s", node, kind, who,
+                            str(exc) or type(exc).__name__)
                 writer.close()
                 return
             if self.blocked(src, node) or self.blocked(node, src):
