@@ -23,8 +23,8 @@ Facts about TLC 2.15 this module relies on (measured with the shipped jar):
   thread "RMI TCP Accept-0"). No JVM flag moves that listener (``java.rmi.server.hostname`` only changes the
   address written into stubs), so TLC runs under a launcher (:data:`LAUNCHER_SOURCE`, compiled once per java into
   ``$TMPDIR/rmqha-<uid>/tlc-launcher-<hash>/``) that installs an ``RMISocketFactory`` binding 127.0.0.1, then calls
-  ``tlc2.TLC.main``. A java without a compiler (``jdk.compiler``) runs plain TLC and the result says so in its
-  warnings.
+  ``tlc2.TLC.main``. A java without a compiler (``jdk.compiler``) runs plain TLC; the result says so in its
+  warnings, and a warning on the ``rmqha.spec.tlc`` logger (stderr, once per process) too.
 * TLC runs in a process group of its own that dies with the thread that started it (``PR_SET_PDEATHSIG``), with
   ``-XX:-UsePerfData`` (no ``/tmp/hsperfdata_<user>/<pid>`` file to outlive a killed JVM).
 * Message codes (``@!@!@STARTMSG code:level @!@!@``; level 1 error, 3 warning, 4 state):
@@ -44,6 +44,7 @@ Facts about TLC 2.15 this module relies on (measured with the shipped jar):
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import shutil
@@ -758,6 +759,8 @@ public final class RmqhaLoopbackTLC {
 ``tlc2.TLC.main`` (called by reflection: compiling needs no classpath)."""
 
 _LAUNCHER_LOCK = threading.Lock()
+_WARNED: set[str] = set()  # the javas whose missing compiler was said (once per process, on stderr)
+log = logging.getLogger("rmqha.spec.tlc")
 RUN_KIND = "tlc"
 """The kind of TLC's run folders (``rmqha.impl.sim.children.run_dir``)."""
 
@@ -775,15 +778,24 @@ def _launcher(java_exe: str, work: Path) -> tuple[Path | None, str | None]:
         src = build / f"{LAUNCHER_CLASS}.java"
         src.write_text(LAUNCHER_SOURCE, encoding="utf-8")
         try:
-            proc = subprocess.run(
+            proc = start_child(
                 [java_exe, "-XX:-UsePerfData", "-m", "jdk.compiler/com.sun.tools.javac.Main", "--release", "11",
                  "-d", str(build), str(src)],
-                stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace", timeout=120,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                errors="replace",
             )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, f"cannot compile TLC's loopback launcher ({exc})"
+        except OSError as exc:
+            return None, f"cannot compile TLC's loopback launcher ({exc.strerror or exc})"
+        try:
+            said, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            end_child(proc)
+            return None, "cannot compile TLC's loopback launcher (no answer within 120 s)"
+        finally:
+            if proc.poll() is None:
+                end_child(proc)
         if proc.returncode != 0 or not (build / f"{LAUNCHER_CLASS}.class").is_file():
-            why = _one_line(proc.stderr or proc.stdout) or f"exit code {proc.returncode}"
+            why = _one_line(said or "") or f"exit code {proc.returncode}"
             return None, f"cannot compile TLC's loopback launcher with {java_exe} ({why})"
         src.unlink()
         try:
@@ -876,6 +888,9 @@ def _run(
         result.command = cmd
         if no_launcher is not None:
             result.warnings.append(f"{no_launcher}: TLC's RMI listener is on every interface")
+            if java_exe not in _WARNED:
+                _WARNED.add(java_exe)
+                log.warning("%s", result.warnings[-1])
         if result.status == "property" and result.violated is None:
             result.violated = _only_property(cfg_path)
         return result

@@ -161,9 +161,10 @@ def start_child(argv: Sequence[str], *, die_with_me: bool = True, **popen: Any) 
 def end_child(proc: subprocess.Popen[Any], timeout: float = 10.0) -> int | None:
     """SIGKILL ``proc``'s process group (SIGCONT first: a stopped process dies at once) and wait at most ``timeout``
     seconds for ``proc``. Returns its exit status, or None if it did not end in time."""
-    for sig in (signal.SIGCONT, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, sig)
+    if proc.poll() is None:  # not reaped: its pid (the group's id) cannot have been reused
+        for sig in (signal.SIGCONT, signal.SIGKILL):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, sig)
     try:
         code = proc.wait(timeout)
     except subprocess.TimeoutExpired:
