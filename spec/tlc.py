@@ -15,7 +15,18 @@ Facts about TLC 2.15 this module relies on (measured with the shipped jar):
   EXTENDS-ed modules next to it.
 * Without ``-metadir``, TLC leaves an empty ``states/`` in the *spec's* directory (even with ``-cleanup``).
   Every run here gets its own temporary work directory (the cwd, ``java.io.tmpdir`` where TLC unpacks the
-  standard modules, and the ``-metadir``), removed afterwards: nothing is written next to the spec.
+  standard modules, and the ``-metadir``), removed afterwards: nothing is written next to the spec. The work
+  directory is a run folder of ``rmqha.impl.sim.children`` (``$TMPDIR/rmqha-<uid>/tlc.<pid>.<start>.<random>``):
+  it is removed on every ending the kit sees, and the folder of a run killed by SIGKILL is removed by the next run.
+* TLC's fingerprint set (``tlc2.tool.fp.FPSet``) is a ``java.rmi.server.UnicastRemoteObject`` (for distributed
+  TLC): constructing it exports it over RMI, which listens on an anonymous port of *every* interface (``*:port``,
+  thread "RMI TCP Accept-0"). No JVM flag moves that listener (``java.rmi.server.hostname`` only changes the
+  address written into stubs), so TLC runs under a launcher (:data:`LAUNCHER_SOURCE`, compiled once per java into
+  ``$TMPDIR/rmqha-<uid>/tlc-launcher-<hash>/``) that installs an ``RMISocketFactory`` binding 127.0.0.1, then calls
+  ``tlc2.TLC.main``. A java without a compiler (``jdk.compiler``) runs plain TLC; the result says so in its
+  warnings, and a warning on the ``rmqha.spec.tlc`` logger (stderr, once per process) too.
+* TLC runs in a process group of its own that dies with the thread that started it (``PR_SET_PDEATHSIG``), with
+  ``-XX:-UsePerfData`` (no ``/tmp/hsperfdata_<user>/<pid>`` file to outlive a killed JVM).
 * Message codes (``@!@!@STARTMSG code:level @!@!@``; level 1 error, 3 warning, 4 state):
   2110 invariant violated, 2107 invariant violated by an initial state (the state is in the message, no 2199
   counts follow), 2112 action property violated, 2108 (state-predicate) property violated by an initial state,
@@ -32,12 +43,12 @@ Facts about TLC 2.15 this module relies on (measured with the shipped jar):
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import os
 import re
 import shutil
-import signal
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,7 +57,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from rmqha.impl.sim.children import end_child, kit_temp_root, run_dir, start_child, sweep_run_dirs
+
 __all__ = [
+    "LAUNCHER_CLASS",
+    "LAUNCHER_SOURCE",
     "Fun",
     "ModelValue",
     "Record",
@@ -716,6 +731,81 @@ def _java(java: str | None) -> str:
     return found
 
 
+LAUNCHER_CLASS = "RmqhaLoopbackTLC"
+LAUNCHER_SOURCE = """\
+// rmqha: run tlc2.TLC with every RMI server socket on 127.0.0.1 (TLC's FPSet is a UnicastRemoteObject).
+public final class RmqhaLoopbackTLC {
+    public static void main(String[] args) throws Throwable {
+        java.rmi.server.RMISocketFactory.setSocketFactory(new java.rmi.server.RMISocketFactory() {
+            @Override
+            public java.net.Socket createSocket(String host, int port) throws java.io.IOException {
+                return new java.net.Socket(host, port);
+            }
+
+            @Override
+            public java.net.ServerSocket createServerSocket(int port) throws java.io.IOException {
+                return new java.net.ServerSocket(port, 50, java.net.InetAddress.getLoopbackAddress());
+            }
+        });
+        try {
+            Class.forName("tlc2.TLC").getMethod("main", String[].class).invoke(null, (Object) args);
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            throw e.getCause();
+        }
+    }
+}
+"""
+"""The launcher TLC runs under: an ``RMISocketFactory`` whose server sockets bind the loopback address, then
+``tlc2.TLC.main`` (called by reflection: compiling needs no classpath)."""
+
+_LAUNCHER_LOCK = threading.Lock()
+_WARNED: set[str] = set()  # the javas whose missing compiler was said (once per process, on stderr)
+log = logging.getLogger("rmqha.spec.tlc")
+RUN_KIND = "tlc"
+"""The kind of TLC's run folders (``rmqha.impl.sim.children.run_dir``)."""
+
+
+def _launcher(java_exe: str, work: Path) -> tuple[Path | None, str | None]:
+    """The folder holding the compiled launcher for ``java_exe`` (compiled on first use, in ``work``, then moved
+    into the kit's temporary folder), or None and the reason it cannot be compiled."""
+    key = hashlib.sha256(f"{os.path.realpath(java_exe)}\0{LAUNCHER_SOURCE}".encode()).hexdigest()[:16]
+    home = kit_temp_root() / f"tlc-launcher-{key}"
+    with _LAUNCHER_LOCK:
+        if (home / f"{LAUNCHER_CLASS}.class").is_file():
+            return home, None
+        build = work / "launcher"
+        build.mkdir()
+        src = build / f"{LAUNCHER_CLASS}.java"
+        src.write_text(LAUNCHER_SOURCE, encoding="utf-8")
+        try:
+            proc = start_child(
+                [java_exe, "-XX:-UsePerfData", "-m", "jdk.compiler/com.sun.tools.javac.Main", "--release", "11",
+                 "-d", str(build), str(src)],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                errors="replace",
+            )  # fmt: skip
+        except OSError as exc:
+            return None, f"cannot compile TLC's loopback launcher ({exc.strerror or exc})"
+        try:
+            said, _ = proc.communicate(timeout=120)
+        except subprocess.TimeoutExpired:
+            end_child(proc)
+            return None, "cannot compile TLC's loopback launcher (no answer within 120 s)"
+        finally:
+            if proc.poll() is None:
+                end_child(proc)
+        if proc.returncode != 0 or not (build / f"{LAUNCHER_CLASS}.class").is_file():
+            why = _one_line(said or "") or f"exit code {proc.returncode}"
+            return None, f"cannot compile TLC's loopback launcher with {java_exe} ({why})"
+        src.unlink()
+        try:
+            build.rename(home)
+        except OSError:  # another kit process compiled it meanwhile
+            if not (home / f"{LAUNCHER_CLASS}.class").is_file():
+                return build, None
+        return home, None
+
+
 def _run(
     spec: Path | str,
     config: Path | str,
@@ -742,16 +832,22 @@ def _run(
     java_exe = _java(java)
     jar = tlc_jar()
 
-    work = Path(tempfile.mkdtemp(prefix="rmqha-tlc-"))
+    sweep_run_dirs(RUN_KIND)  # the folders of runs killed by SIGKILL
+    work = run_dir(RUN_KIND)
     try:
         metadir = work / "states"
         metadir.mkdir()
         if cfg_path.suffix != ".cfg":  # TLC appends ".cfg" to any other name
             cfg_path = Path(shutil.copyfile(cfg_path, work / "model.cfg"))
         cfg_arg = os.path.relpath(cfg_path, spec_path.parent)  # TLC resolves -config against the spec's dir
+        launcher, no_launcher = _launcher(java_exe, work)
+        main = ["-cp", str(jar), "tlc2.TLC"]
+        if launcher is not None:
+            main = ["-cp", f"{launcher}{os.pathsep}{jar}", LAUNCHER_CLASS]
         cmd = [
-            java_exe, "-XX:+UseParallelGC", f"-Djava.io.tmpdir={work}", *jvm_args,
-            "-cp", str(jar), "tlc2.TLC", "-tool", "-workers", str(workers),
+            java_exe, "-XX:+UseParallelGC", "-XX:-UsePerfData", f"-Djava.io.tmpdir={work}",
+            "-Djava.rmi.server.hostname=127.0.0.1", "-Djava.net.preferIPv4Stack=true", *jvm_args,
+            *main, "-tool", "-workers", str(workers),
             *([] if check_deadlock else ["-deadlock"]),
             "-cleanup", "-metadir", str(metadir), "-config", cfg_arg,
             *mode_args, *extra_args, str(spec_path),
@@ -759,9 +855,9 @@ def _run(
         collector = _Collector(on_progress)
         start = time.monotonic()
         try:
-            proc = subprocess.Popen(
+            proc = start_child(
                 cmd, cwd=work, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True, encoding="utf-8", errors="replace", bufsize=1, start_new_session=True,
+                text=True, encoding="utf-8", errors="replace", bufsize=1,
             )  # fmt: skip
         except OSError as exc:
             raise RuntimeError(f"cannot start java ({java_exe}): {exc.strerror or exc}") from None
@@ -769,10 +865,7 @@ def _run(
 
         def kill() -> None:
             fired.set()
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            end_child(proc, 0)
 
         timer = threading.Timer(timeout, kill) if timeout is not None else None
         try:
@@ -787,13 +880,17 @@ def _run(
             if timer is not None:
                 timer.cancel()
             if proc.poll() is None:
-                kill()
-                proc.wait()
+                end_child(proc)
             if proc.stdout is not None:
                 proc.stdout.close()
         result = collector.finish(exit_code, timeout if fired.is_set() else None)
         result.seconds = time.monotonic() - start
         result.command = cmd
+        if no_launcher is not None:
+            result.warnings.append(f"{no_launcher}: TLC's RMI listener is on every interface")
+            if java_exe not in _WARNED:
+                _WARNED.add(java_exe)
+                log.warning("%s", result.warnings[-1])
         if result.status == "property" and result.violated is None:
             result.violated = _only_property(cfg_path)
         return result

@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass
 
 from ..codes import HAConnectionState
+from ..wire import WireError
 
 _S_HANDSHAKE = struct.Struct(">ihhq")
 _S_TRANSFER = struct.Struct(">iq")
@@ -41,8 +42,8 @@ HANDSHAKE = int(HAConnectionState.HANDSHAKE)
 TRANSFER = int(HAConnectionState.TRANSFER)
 
 
-class FrameError(ValueError):
-    """Bytes that are not a valid frame."""
+class FrameError(WireError):
+    """Bytes that are not a valid frame (one line: what is wrong). A ``WireError``: the decoders' typed error."""
 
 
 @dataclass(frozen=True)

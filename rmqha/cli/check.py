@@ -22,6 +22,7 @@ from rmqha.spec import SPEC_DIR, speccheck
 from .common import MAX_JOBS, Handler, int_in, output_dir
 from .doctor import java_status
 from .files import UserError
+from .signals import ends_on_signals
 
 
 def register(sub: Any) -> dict[str, Handler]:
@@ -38,7 +39,7 @@ def register(sub: Any) -> dict[str, Handler]:
     m.add_argument("--config", required=True, help="a config name of spec/manifest.json, e.g. small")
     m.add_argument("--no-symmetry", action="store_true", help="count states, not orbits")
     m.add_argument("--json", action="store_true")
-    return {"check": _spec_errors(cmd_check), "model-check": _spec_errors(cmd_model_check)}
+    return {"check": ends_on_signals(_spec_errors(cmd_check)), "model-check": _spec_errors(cmd_model_check)}
 
 
 def _spec_errors(handler: Handler) -> Handler:

@@ -42,6 +42,7 @@ from .common import (
     seconds,
 )
 from .files import UserError, file_profile, read_toml
+from .signals import ends_on_signals
 from .terminal import FitTable, cluster_failover_line, cluster_status_rows, cluster_status_table
 
 DEFAULT_DIR = "runs/cluster"
@@ -116,7 +117,7 @@ def register(sub: Any) -> dict[str, Handler]:
     t.add_argument("--down", type=seconds(), default=4.0, help="seconds a killed / paused / cut master stays so")
     t.add_argument("--settle", type=seconds(), default=20.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
-    return {"cluster": cmd_cluster}
+    return {"cluster": ends_on_signals(cmd_cluster)}
 
 
 def _recipes(text: str) -> tuple[str, ...]:

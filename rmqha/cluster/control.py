@@ -1,11 +1,20 @@
 """Start, inspect, fault and stop a local cluster's processes (what ``rmqha cluster ...`` does).
 
-Processes: the proxy and one host per node, each started with ``start_new_session`` so that a signal to the
-CLI does not reach them; their pids are kept in ``<dir>/pids.json``. Every wait here is bounded in time.
+Processes: the proxy and one host per node, each in a process group and session of its own
+(``rmqha.impl.sim.children.start_child``), so that a terminal's signal to the CLI does not reach them; their pids
+are kept in ``<dir>/pids.json``. Every wait here is bounded in time.
+
+Ownership: the run file names the kit process that owns the cluster. ``up`` owns it while it starts it (killed
+then, by any signal, it leaves nothing running: SIGTERM / SIGINT / SIGHUP end the processes it started, and after
+a SIGKILL every process of the cluster sees its owner gone within half a second and exits); a plain ``up`` then
+lets go, and the cluster lives on until ``down`` or its lifetime. ``up(owned=True)`` (``rmqha cluster test``) keeps
+it: the processes die with it, at once (``PR_SET_PDEATHSIG``: the owner starts them, restarts included), and exit by
+themselves should it be killed.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,15 +25,17 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..impl.sim.children import start_child
 from ..impl.sim.config import Config, ConfigError
 from . import rundir, wire
-from .spec import HOST, RUN_FILE, SPEC_FILE, ClusterSpec, create, load
+from .spec import HOST, RUN_FILE, SPEC_FILE, ClusterSpec, create, load, write_run_file
 
 PIDS = "pids.json"
 # What a cluster's folder holds (spec.py, this module, nemesis.py, run.py, report.py): ``--fresh`` removes these.
 RUN_ENTRIES = frozenset({SPEC_FILE, SPEC_FILE + ".tmp", PIDS, PIDS + ".tmp", RUN_FILE, "nodes", "traces", "logs",
                          "faults.jsonl", "history.jsonl", "trace.jsonl", "result.json", "report.html"})
 _children: dict[int, subprocess.Popen[bytes]] = {}  # processes this Python process started (reaped here)
+_owned: set[Path] = set()  # the folders of the clusters this process owns for good (``up(owned=True)``)
 
 
 class ClusterError(RuntimeError):
@@ -70,11 +81,11 @@ def paused(pid: int) -> bool:
 
 
 def _spawn(spec: ClusterSpec, module: str, name: str, *extra: str) -> int:
-    log = open(spec.log_path(name), "ab")
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "-m", module, "--dir", str(spec.dir), *extra], stdin=subprocess.DEVNULL,
-                            stdout=log, stderr=subprocess.STDOUT, start_new_session=True, env=env)
-    log.close()
+    with open(spec.log_path(name), "ab") as log:
+        proc = start_child([sys.executable, "-m", module, "--dir", str(spec.dir), *extra],
+                           die_with_me=spec.dir in _owned, stdin=subprocess.DEVNULL, stdout=log,
+                           stderr=subprocess.STDOUT, env=env)
     _children[proc.pid] = proc
     return proc.pid
 
@@ -91,9 +102,11 @@ def start_node(spec: ClusterSpec, node: str) -> int:
 
 
 def up(folder: Path, cfg: Config, *, seed: int = 1, bugs: frozenset[str] = frozenset(), max_lifetime: int = 3600,
-       ready_timeout: float = 20.0, fresh: bool = False) -> ClusterSpec:
-    """Start a cluster in ``folder``: a new or empty one, or (``fresh``) an earlier run's, wiped first
-    (``rundir.py``); a running cluster is never touched."""
+       ready_timeout: float = 20.0, fresh: bool = False, owned: bool = False) -> ClusterSpec:
+    """Start a cluster in ``folder`` (a new or empty one, or with ``fresh`` an earlier run's, wiped first:
+    ``rundir.py``; a running cluster is never touched) and wait until every process answers. A start that fails or
+    is interrupted (``rmqha.impl.sim.children.Ended`` included) stops what it started. With ``owned`` the cluster
+    stays this process's: its processes die with it."""
     if (folder / RUN_FILE).exists() and (folder / SPEC_FILE).is_file():
         old = load(folder)
         if any(alive(p) for p in read_pids(old).values()):
@@ -105,14 +118,24 @@ def up(folder: Path, cfg: Config, *, seed: int = 1, bugs: frozenset[str] = froze
     except rundir.RunDirError as exc:
         raise ClusterError(str(exc)) from None
     spec = create(folder, cfg, seed=seed, bugs=bugs, max_lifetime=max_lifetime)
-    (spec.dir / RUN_FILE).write_text(str(os.getpid()))
-    pids = {"proxy": _spawn(spec, "rmqha.cluster.proxy", "proxy")}
-    _write_pids(spec, pids)
-    wait_port(spec.proxy_port, ready_timeout, "the proxy")
-    for node in spec.nodes:
-        start_node(spec, node)
-    for node in spec.nodes:
-        wait_status(spec, node, ready_timeout)
+    write_run_file(spec.dir, os.getpid())
+    (spec.dir / PIDS).unlink(missing_ok=True)
+    if owned:
+        _owned.add(spec.dir)
+    try:
+        pids = {"proxy": _spawn(spec, "rmqha.cluster.proxy", "proxy")}
+        _write_pids(spec, pids)
+        wait_port(spec.proxy_port, ready_timeout, "the proxy")
+        for node in spec.nodes:
+            start_node(spec, node)
+        for node in spec.nodes:
+            wait_status(spec, node, ready_timeout)
+    except BaseException:
+        with contextlib.suppress(ClusterError):
+            down(spec)
+        raise
+    if not owned:
+        write_run_file(spec.dir, None)  # the cluster lives on its own from now on
     return spec
 
 
@@ -166,14 +189,13 @@ def _reap(pid: int, timeout: float) -> None:
 def down(spec: ClusterSpec, timeout: float = 5.0) -> list[str]:
     """Stop every process of the cluster; the data, traces and logs stay. Returns what was still running."""
     (spec.dir / RUN_FILE).unlink(missing_ok=True)
+    _owned.discard(spec.dir)
     pids = read_pids(spec)
     ran = [n for n, p in pids.items() if alive(p)]
     for n in ran:
-        try:
-            os.kill(pids[n], signal.SIGCONT)  # a paused process must run to die of SIGTERM
-            os.kill(pids[n], signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        for sig in (signal.SIGCONT, signal.SIGKILL):  # SIGCONT: a paused process dies at once
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pids[n], sig)  # each process leads its own group
     for n in ran:
         _reap(pids[n], timeout)
     left = [n for n in ran if alive(pids[n])]
@@ -189,13 +211,9 @@ def _request(port: int, frames: bytes, timeout: float) -> dict[str, Any] | None:
         with socket.create_connection((HOST, port), timeout) as s:
             s.settimeout(timeout)
             s.sendall(frames)
-            head = _recv(s, 4)
-            n = int.from_bytes(head, "big")
-            if n > wire.MAX_FRAME:
-                return None
-            answer: dict[str, Any] | None = json.loads(_recv(s, n))
-            return answer
-    except (OSError, ValueError):
+            n = wire.frame_length(_recv(s, 4))
+            return wire.decode_payload(_recv(s, n))
+    except (OSError, ValueError):  # wire.FrameError is a ValueError
         return None
 
 

@@ -7,10 +7,12 @@ before any effect leaves the process, and carries out the effects: ``SetTimer`` 
 as a frame on a connection to the peer's outer (proxied) port, ``HAConnect``/``HAWrite``/``HAClose`` on real
 sockets, ``Observe`` as a line of this node's trace (``traces/NAME.jsonl``).
 
-Safety: listeners bind 127.0.0.1; a malformed frame, or a handler that raises on a peer's input, closes that
-connection with a logged reason and the process goes on; write buffers are bounded (a connection whose peer
-stops reading is closed past ``MAX_BUFFER``); the process exits by itself after the cluster's ``max_lifetime``
-or once ``cluster.json`` is gone (``rmqha cluster down``).
+Safety: listeners bind 127.0.0.1; a malformed frame of any kind (a bad length, JSON the core refuses, an unknown
+command code, a header field of the wrong type, HA bytes the HA decoder refuses), or a handler that raises on a
+peer's input, gets exactly one log line naming the peer and what was wrong (and a ``host.bad-frame`` line in the
+trace), its connection is closed and the process goes on; write buffers are bounded (a connection whose peer
+stops reading is closed past ``MAX_BUFFER``); the process exits by itself after the cluster's ``max_lifetime``,
+once the run file is gone (``rmqha cluster down``) or once the kit process that owns the cluster is gone.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from ..impl.runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe,
 from ..impl.sim.world import build_node
 from . import wire
 from .persist import BrokerFiles, ControllerFiles
-from .spec import HOST, RUN_FILE, ClusterSpec, load
+from .spec import HOST, ClusterSpec, load, why_stop
 
 CONNECT_TIMEOUT = 3.0
 MAX_BUFFER = 64 * 1024 * 1024
@@ -63,6 +65,7 @@ class Host:
         self._next_channel = 0  # inbound RPC connections accepted: each is a channel of its own (``src#n``)
         self.ha: dict[int, asyncio.StreamWriter] = {}
         self._next_conn = 0
+        self._ha_error: str | None = None  # what the HA decoder refused in the input being handled
         self.incarnation = restarts
 
     def _count_start(self) -> int:
@@ -129,6 +132,8 @@ class Host:
             self._drain()
 
     def _note(self, kind: str, **data: Any) -> None:
+        if kind == "ha.frame-error":
+            self._ha_error = str(data.get("error"))
         line = {"t": self.now(), "n": self.name, "inc": self.incarnation, "k": kind, **data}
         self.trace.write(json.dumps(line, separators=(",", ":"), default=str) + "\n")
         self.trace.flush()
@@ -144,12 +149,18 @@ class Host:
             peer = self.out[dst] = _Peer(self, dst)
         peer.send(wire.command_frame(cmd))
 
+    def _bad_frame(self, what: str, peer: str, error: str) -> None:
+        """The one log line (and trace line) of a malformed frame."""
+        log.warning("closing %s %s: %s", what, peer, error)
+        self._note("host.bad-frame", peer=peer, error=error)
+
     async def serve_rpc(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        src = "?"
+        src = peer = _address(writer)
         counted = False
         channel = None
         try:
             src, kind = wire.parse_hello(await wire.read_frame(reader))
+            peer = f"{src}@{peer}"
             if kind == "status":
                 writer.write(wire.pack(self.status()))
                 await writer.drain()
@@ -165,13 +176,14 @@ class Host:
                 if frame is None:
                     break
                 cmd = wire.parse_command(frame)
-                if not self._run(f"message from {src}", self.node.on_message, src, cmd, channel):
+                if not self._run(f"message from {peer}", self.node.on_message, src, cmd, channel):
                     break
         except wire.FrameError as exc:
-            log.warning("closing RPC connection from %s: %s", src, exc)
-            self._note("host.bad-frame", peer=src, error=str(exc))
+            self._bad_frame("RPC connection from", peer, str(exc))
         except (ConnectionError, OSError):
             pass
+        except Exception as exc:  # never a traceback, never a dead node: one line, the connection closed
+            self._bad_frame("RPC connection from", peer, f"{type(exc).__name__}: {exc}")
         finally:
             writer.close()
             if counted:
@@ -206,23 +218,29 @@ class Host:
                 conn = None
         self._run("ha connect result", self.node.on_ha_connect_result, token, conn)
         if conn is not None:
-            await self._pump_ha(conn, reader, f"HA connection to {dst}")
+            await self._pump_ha(conn, reader, "HA connection to", dst)
 
     async def serve_ha(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = _address(writer)
         try:
             src, kind = wire.parse_hello(await wire.read_frame(reader))
+            peer = f"{src}@{peer}"
             if kind != "ha":
                 raise wire.FrameError(f"{kind} connection on the HA port")
-        except (wire.FrameError, ConnectionError, OSError) as exc:
-            log.warning("closing HA connection: %s", exc)
-            self._note("host.bad-frame", peer="?", error=str(exc))
+        except wire.FrameError as exc:
+            self._bad_frame("HA connection from", peer, str(exc))
+            writer.close()
+            return
+        except (ConnectionError, OSError):
             writer.close()
             return
         conn = self._new_conn(writer)
         self._run("ha accept", self.node.on_ha_accept, conn, src)
-        await self._pump_ha(conn, reader, f"HA connection from {src}")
+        await self._pump_ha(conn, reader, "HA connection from", peer)
 
-    async def _pump_ha(self, conn: int, reader: asyncio.StreamReader, what: str) -> None:
+    async def _pump_ha(self, conn: int, reader: asyncio.StreamReader, what: str, peer: str) -> None:
+        """Feed the actor what arrives on HA connection ``conn`` (``what``: its direction, ``peer``: the other side)
+        until either side closes it."""
         try:
             while conn in self.ha:
                 data = await reader.read(65536)
@@ -230,14 +248,20 @@ class Host:
                     break
                 if conn not in self.ha:
                     return
-                if not self._run(what, self.node.on_ha_data, conn, data):
+                self._ha_error = None
+                handled = self._run(f"{what} {peer}", self.node.on_ha_data, conn, data)
+                if self._ha_error is not None:  # the decoder refused the bytes; the actor closed the connection
+                    self._bad_frame(what, peer, self._ha_error)
+                    self._ha_error = None
                     self._close_ha(conn)
                     return
+                if not handled:  # logged by _run; the actor hears of the close below
+                    break
         except (ConnectionError, OSError):
             pass
         if conn in self.ha:
             self.ha.pop(conn).close()
-            self._run(what + " closed", self.node.on_ha_closed, conn)
+            self._run(f"{what} {peer} closed", self.node.on_ha_closed, conn)
 
     # ------------------------------------------------------------------------------------------- status
 
@@ -263,12 +287,19 @@ class Host:
         self._note("host.start", pid=os.getpid())
         self._run("start", self.node.start)
         deadline = time.monotonic() + self.spec.max_lifetime
-        spec_file = self.spec.dir / RUN_FILE
-        while time.monotonic() < deadline and spec_file.exists():  # bounded: the lifetime, or `down`
+        why = why_stop(self.spec.dir)
+        while time.monotonic() < deadline and why is None:  # bounded: the lifetime, `down`, or the owner's end
             await asyncio.sleep(0.5)
-        self._note("host.exit", reason="cluster down" if not spec_file.exists() else "max lifetime")
+            why = why_stop(self.spec.dir)
+        self._note("host.exit", reason=why or "max lifetime")
         for s in servers:
             s.close()
+
+
+def _address(writer: asyncio.StreamWriter) -> str:
+    """The connection's remote ``host:port``."""
+    peer = writer.get_extra_info("peername")
+    return f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
 
 
 class _Peer:

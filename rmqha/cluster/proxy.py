@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from . import wire
-from .spec import HOST, RUN_FILE, ClusterSpec, load
+from .spec import HOST, ClusterSpec, load, why_stop
 
 CONNECT_TIMEOUT = 3.0
 log = logging.getLogger("rmqha.cluster.proxy")
@@ -66,7 +66,10 @@ class Proxy:
                 first = await asyncio.wait_for(wire.read_frame(reader), 10)
                 src, _ = wire.parse_hello(first)
             except (TimeoutError, wire.FrameError, ConnectionError, OSError) as exc:
-                log.warning("%s %s: dropping a connection: %s", node, kind, exc)
+                peer = writer.get_extra_info("peername")
+                who = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else "?"
+                log.warning("%s %s: dropping a connection from %s: %s", node, kind, who,
+                            str(exc) or type(exc).__name__)
                 writer.close()
                 return
             if self.blocked(src, node) or self.blocked(node, src):
@@ -118,8 +121,7 @@ class Proxy:
                 servers.append(await asyncio.start_server(self.handler(node, "ha"), HOST, ports["ha"]))
         servers.append(await asyncio.start_server(self.control, HOST, self.spec.proxy_port))
         deadline = time.monotonic() + self.spec.max_lifetime
-        spec_file = self.spec.dir / RUN_FILE
-        while time.monotonic() < deadline and spec_file.exists():
+        while time.monotonic() < deadline and why_stop(self.spec.dir) is None:  # the lifetime, `down`, the owner
             await asyncio.sleep(0.5)
         for s in servers:
             s.close()

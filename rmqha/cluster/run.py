@@ -24,6 +24,7 @@ from . import control as C
 from .check import check, failovers, merged_trace, read_events, write_json
 from .nemesis import RECIPES, Nemesis
 from .report import write_report
+from .spec import ClusterSpec
 
 
 @dataclass
@@ -46,33 +47,11 @@ def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> d
             raise C.ClusterError(f"unknown fault {r!r} (known: {', '.join(RECIPES)})")
     t_begin = time.monotonic()
     spec = C.up(opts.folder, opts.cfg, seed=opts.seed, bugs=opts.bugs,
-                max_lifetime=int(opts.duration + opts.settle + 60 * (1 + len(opts.faults))), fresh=opts.fresh)
-    say(f"cluster up in {opts.folder} ({len(spec.nodes)} processes)")
-    nem = Nemesis(spec, opts.down, say)
-    final: dict[str, dict[str, Any] | None] = {}
-    notes: list[str] = []
+                max_lifetime=int(opts.duration + opts.settle + 60 * (1 + len(opts.faults))), fresh=opts.fresh,
+                owned=True)
     try:
-        warm = nem.wait_master(30.0, full=True)
-        if warm is None:
-            notes.append("no master with a whole SyncStateSet within 30 s of start")
-        say(f"warm: master {warm[0] if warm else None}")
-        start = time.monotonic()
-        gap = opts.duration / (len(opts.faults) + 1)
-        for i, recipe in enumerate(opts.faults):
-            _sleep_until(start + gap * (i + 1) - opts.down / 2)
-            nem.play(recipe)
-        _sleep_until(start + opts.duration)
-        nem.settle()
-        C.signal_node(spec, "p1", signal.SIGKILL)
-        nem.act("crash", node="p1", why="end of the workload")
-        settled = nem.wait(lambda: _settled(nem), opts.settle, 0.3)
-        if not settled:
-            notes.append(f"not settled within {opts.settle:g} s (a master with the whole SyncStateSet and every "
-                         "log end equal)")
-        time.sleep(1.0)  # the consumer's last pulls
-        final = {n: C.query(spec, n) for n in spec.nodes}
+        nem, final, notes = _workload(spec, opts, say)
     finally:
-        nem.close()
         C.down(spec)
     events = read_events(spec)
     verdict = check(spec, events, final)
@@ -95,6 +74,36 @@ def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> d
     write_json(spec.dir / "result.json", result)
     result["report"] = write_report(spec, result)
     return result
+
+
+def _workload(spec: ClusterSpec, opts: RunOptions, say: Callable[[str], None]) -> tuple[
+        Nemesis, dict[str, dict[str, Any] | None], list[str]]:
+    """Warm-up, the workload under the fault schedule, settle; the final status of every node and the notes."""
+    say(f"cluster up in {opts.folder} ({len(spec.nodes)} processes)")
+    nem = Nemesis(spec, opts.down, say)
+    notes: list[str] = []
+    try:
+        warm = nem.wait_master(30.0, full=True)
+        if warm is None:
+            notes.append("no master with a whole SyncStateSet within 30 s of start")
+        say(f"warm: master {warm[0] if warm else None}")
+        start = time.monotonic()
+        gap = opts.duration / (len(opts.faults) + 1)
+        for i, recipe in enumerate(opts.faults):
+            _sleep_until(start + gap * (i + 1) - opts.down / 2)
+            nem.play(recipe)
+        _sleep_until(start + opts.duration)
+        nem.settle()
+        C.signal_node(spec, "p1", signal.SIGKILL)
+        nem.act("crash", node="p1", why="end of the workload")
+        settled = nem.wait(lambda: _settled(nem), opts.settle, 0.3)
+        if not settled:
+            notes.append(f"not settled within {opts.settle:g} s (a master with the whole SyncStateSet and every "
+                         "log end equal)")
+        time.sleep(1.0)  # the consumer's last pulls
+        return nem, {n: C.query(spec, n) for n in spec.nodes}, notes
+    finally:
+        nem.close()
 
 
 def _sleep_until(t: float) -> None:

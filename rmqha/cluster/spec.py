@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..impl.sim.children import process_start, same_process
 from ..impl.sim.config import Config, ConfigError, config_from_dict
 
 HOST = "127.0.0.1"
 SPEC_FILE = "cluster.json"
 RUN_FILE = "running"  # present while the cluster is up; every process of the cluster exits once it is gone
+# RUN_FILE holds {"owner": pid, "ownerStart": ticks} while a kit process owns the cluster (``up`` while it starts
+# it, ``test`` for the whole run): every process of the cluster exits once that owner is gone, SIGKILL included
 CLIENTS = ("p1", "c1")
 
 LOCAL_TIMING: dict[str, dict[str, Any]] = {
@@ -138,3 +141,32 @@ def load(folder: Path) -> ClusterSpec:
         raise ConfigError(f"{path}: cannot read it ({exc.strerror or exc})") from None
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path}: not a cluster description ({exc})") from None
+
+
+def write_run_file(folder: Path, owner: int | None) -> None:
+    """Mark the cluster in ``folder`` as running, owned by process ``owner`` (None: by nobody, it lives on its own
+    until ``rmqha cluster down`` or its lifetime)."""
+    start = None if owner is None else process_start(owner)
+    data = {} if owner is None or start is None else {"owner": owner, "ownerStart": start}
+    tmp = folder / (RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(data), encoding="utf-8")
+    tmp.replace(folder / RUN_FILE)
+
+
+def run_owner(folder: Path) -> tuple[int, int] | None:
+    """The process that owns the cluster in ``folder`` (pid, start ticks), if one does."""
+    try:
+        data = json.loads((folder / RUN_FILE).read_text(encoding="utf-8"))
+        return (int(data["owner"]), int(data["ownerStart"])) if isinstance(data, dict) and data else None
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def why_stop(folder: Path) -> str | None:
+    """Why a process of the cluster in ``folder`` must exit now (the run file is gone, or its owner is), or None."""
+    if not (folder / RUN_FILE).exists():
+        return "cluster down"
+    owner = run_owner(folder)
+    if owner is not None and not same_process(*owner):
+        return f"its owner (pid {owner[0]}) is gone"
+    return None
