@@ -82,7 +82,13 @@ def paused(pid: int) -> bool:
 
 def _spawn(spec: ClusterSpec, module: str, name: str, *extra: str) -> int:
     env = dict(os.environ, PYTHONUNBUFFERED="1")
-    with open(spec.log_path(name), "ab") as log:
+    path = spec.log_path(name)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(path, "ab")  # closed below, once the child holds it
+    except OSError as exc:
+        raise ClusterError(f"cannot write {name}'s log {path}: {exc.strerror}") from None
+    with log:
         proc = start_child([sys.executable, "-m", module, "--dir", str(spec.dir), *extra],
                            die_with_me=spec.dir in _owned, stdin=subprocess.DEVNULL, stdout=log,
                            stderr=subprocess.STDOUT, env=env)
