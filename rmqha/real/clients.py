@@ -20,9 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from ..impl.sim.children import start_child
 from .observe import Snapshot, rounds, tool_argv
 from .spec import RealSpec
-from .supervisor import die_with_parent
 
 
 class Client:
@@ -33,8 +33,7 @@ class Client:
         self.path = d / f"{name}.jsonl"
         self._out: IO[bytes] = open(self.path, "ab")
         self._err: IO[bytes] = open(d / f"{name}.err", "ab")
-        self.proc = subprocess.Popen(tool_argv(spec, *args), stdin=subprocess.PIPE, stdout=self._out,
-                                     stderr=self._err, start_new_session=True, preexec_fn=die_with_parent)
+        self.proc = start_child(tool_argv(spec, *args), stdin=subprocess.PIPE, stdout=self._out, stderr=self._err)
 
     def running(self) -> bool:
         return self.proc.poll() is None

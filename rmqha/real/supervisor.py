@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import ctypes
 import json
 import os
 import signal
@@ -32,17 +31,12 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from ..impl.sim.children import start_child
 from . import netns
 from .spec import RUN_FILE, RealSpec, load
 
-PR_SET_PDEATHSIG = 1
 READY_TIMEOUT_S = 120.0  # a JVM on a loaded 2-core machine can take a while to listen
 SIGNALS = {"KILL": signal.SIGKILL, "STOP": signal.SIGSTOP, "CONT": signal.SIGCONT, "TERM": signal.SIGTERM}
-
-
-def die_with_parent() -> None:  # runs in the child between fork and exec
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def now_ms() -> int:
@@ -54,8 +48,7 @@ class Child:
         self.node = node
         out.parent.mkdir(parents=True, exist_ok=True)
         self.out: IO[bytes] = open(out, "ab")
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT,
-                                     start_new_session=True, preexec_fn=die_with_parent, env=env)
+        self.proc = start_child(argv, stdin=subprocess.DEVNULL, stdout=self.out, stderr=subprocess.STDOUT, env=env)
         self.started_ms = now_ms()
         self.ready_ms: int | None = None
         self.paused = False
