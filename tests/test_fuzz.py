@@ -15,7 +15,7 @@ import shutil
 
 import pytest
 from rmqha.impl import bugs as B
-from rmqha.impl.findings import FINDINGS
+from rmqha.impl.findings import is_documented
 from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.scenarios import precursors_off
 from rmqha.impl.trace import parse
@@ -100,8 +100,8 @@ def test_the_safe_configuration_yields_only_documented_findings(spark, tmp_path)
     c = _campaign(spark, tmp_path / "safe", [], {"steps": 12_000, "runs_per_task": 2}, seeds=10, guided=False,
                   shrink=False)
     assert len(c.runs) == 10 and [r["seed"] for r in c.runs] == list(range(1, 11))
-    for b in c.buckets.values():
-        assert b.explained_by in FINDINGS, f"{b.key}: seeds {b.seeds}"
+    for b in c.buckets.values():  # one documented finding, or a set of them (F-A+F-B)
+        assert is_documented(b.explained_by), f"{b.key}: seeds {b.seeds}"
 
 
 def _trace_of(c):
