@@ -49,6 +49,7 @@ from .settings import FuzzSettings, settings_from_dict
 from .task import run_items
 
 LAG = 3  # batches in flight
+CANCEL_WAIT = 10.0  # seconds an interrupted campaign waits for its cancelled jobs to end
 MAX_NEW_TIMES = 8
 
 
@@ -152,6 +153,7 @@ class Campaign:
         self._group = f"rmqha-fuzz-{os.getpid()}-{id(self):x}"  # Spark job groups of this campaign
         self._t0 = time.perf_counter()
         self._stop_batch: int | None = None  # the first batch that showed ``stop_on``
+        self._stopping = False  # interrupted: no job starts any more
         self._ctx = {"config": opts.config, "settings": opts.settings.to_dict(), "steps": opts.settings.steps,
                      "bugs": sorted(opts.bugs), "profile": opts.profile, "disabled": sorted(opts.disabled),
                      "triage": opts.triage, "shrinkBudget": opts.settings.shrink_budget,
@@ -322,6 +324,8 @@ class Campaign:
     # --------------------------------------------------------------------------------------- execution
 
     def _job(self, group: str, items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+        if self._stopping:
+            raise CampaignError("the campaign is stopping")
         sc = self.spark.sparkContext
         sc.setJobGroup(f"{self._group}-{group}", f"rmqha fuzz {group}", interruptOnCancel=True)
         payload = [dict(item, ctx=self._ctx) for item in items]
@@ -433,14 +437,25 @@ class Campaign:
                 fill()
                 self._progress(new, len(shrinks))
         except BaseException:
-            for b in batches:  # this campaign's jobs only: the session may run others
-                self.spark.sparkContext.cancelJobGroup(f"{self._group}-batch-{b}")
-            for rep in shrinks:
-                self.spark.sparkContext.cancelJobGroup(f"{self._group}-shrink-{rep}")
-            pool.shutdown(wait=False, cancel_futures=True)
+            groups = [*(f"batch-{b}" for b in batches), *(f"shrink-{rep}" for rep in shrinks)]
+            self._cancel(pool, groups, [*batches.values(), *shrinks.values()])
             raise
         pool.shutdown(wait=True)
         return self
+
+    def _cancel(self, pool: cf.ThreadPoolExecutor, groups: list[str], futures: list[cf.Future[Any]]) -> None:
+        """Cancel this campaign's jobs (only its own: the session may run others) and wait until none runs, so that
+        the session stops with no task in flight (Spark logs errors for tasks launched while it shuts down). A job
+        a thread submits just as the campaign stops is cancelled on the next round; ``CANCEL_WAIT`` bounds it."""
+        self._stopping = True
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + CANCEL_WAIT
+        while True:
+            for g in groups:
+                self.spark.sparkContext.cancelJobGroup(f"{self._group}-{g}")
+            _, running = cf.wait(futures, timeout=0.2)
+            if not running or time.monotonic() > deadline:
+                return
 
     # ------------------------------------------------------------------------------------------ results
 

@@ -49,11 +49,11 @@ SMALL = {"steps": 5000, "runs_per_task": 1, "shrink_budget": 10, "shrinks_per_bu
 
 @pytest.fixture(scope="module")
 def spark():
-    from rmqha.spark_fuzz.session import spark_session
+    from rmqha.spark_fuzz.session import spark_session, stop_session
 
     s = spark_session("local[2]")
     yield s
-    s.stop()
+    stop_session(s)
 
 
 def _campaign(spark, out, bugs, fuzz=None, **kw):
