@@ -1,9 +1,11 @@
 """The fuzz campaign's parts without Spark: probe, swarm mixes, mutants, shrinking, journal, settings, CLI errors."""
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from rmqha.impl import bugs as B
 from rmqha.impl.findings import (
     FINDINGS,
@@ -30,11 +32,13 @@ from rmqha.spark_fuzz.coverage import master_at
 from rmqha.spark_fuzz.findings import bucket, explain, shrink_violation, signature, violation_of
 from rmqha.spark_fuzz.journal import Journal
 from rmqha.spark_fuzz.mutate import CorpusEntry, mutate
+from rmqha.spark_fuzz.outputs import RUNS, run_rows
 from rmqha.spark_fuzz.runs import probed_run
 from rmqha.spark_fuzz.schedule import FAMILIES, draw_mix, ghost_schedule, mix_config
 from rmqha.spark_fuzz.settings import FuzzSettings, settings_from_dict
 
 from rmqha.cli import main
+from rmqha.cli.fuzz import _print_summary
 
 SAFE = default_config("safe")
 
@@ -290,3 +294,24 @@ def test_explanations_of_sets_read_back():
     assert not is_documented(None) and not is_documented("expected:allack-off")
     assert not is_documented("F-GAP-UNION+F-NOPE")
     assert all(SEP not in f for f in FINDINGS)  # the separator never occurs in an id
+
+
+def test_a_set_explanation_is_explained_in_buckets_tables_and_the_summary(tmp_path, capsys):
+    """A run explained by a set (``F-A+F-B``): its bucket, the ``runs`` table's columns, the summary (not counted as
+    unexplained: exit 0) and the summary table (the explanation whole, no "unexplained")."""
+    expl = "F-GAP-UNION+F-STALE-SSS-PROPOSAL"
+    header = json.loads((DATA / "SYNC-SSS-HOLDS-ACKED-663998284.json").read_text())
+    row = {"id": "g0.0", "arm": "guided", "seed": header["seed"], "family": "uniform", "brokers": 4, "steps": 1255,
+           "simMs": 29430, "wall": 0.1, "nStates": 1, "newStates": ["s1"], "witnesses": {"election": 1},
+           "header": header, "explainedBy": expl,
+           "violation": {"invariant": "SYNC-SSS-HOLDS-ACKED", "step": 1255, "t": 29430, "message": "m"}}
+    c = Campaign(None, options_from(str(tmp_path), SAFE.to_dict(), None, shrink=False))
+    c._apply_merge({"type": "merged", "batch": 0, "elapsed": 1.0, "rows": [row]})
+    s = c.summary()
+    assert s["violations"] == 1 and s["unexplained"] == 0 and not c.unexplained()
+    assert [(b["bucket"], b["explainedBy"]) for b in s["buckets"]] == [(f"SYNC-SSS-HOLDS-ACKED|{expl}", expl)]
+    cols = dict(zip([n for n, _ in RUNS], run_rows(c)[0]))
+    assert cols["explained_by"] == expl and cols["bucket"] == f"SYNC-SSS-HOLDS-ACKED|{expl}"
+    _print_summary(Console(file=io.StringIO()), s | {"tables": {"runs": "x"}, "report": "r.html"})  # not a terminal:
+    text = capsys.readouterr().out  # it prints to stdout, wide
+    assert expl in text and "unexplained" not in text
