@@ -44,7 +44,8 @@ def _only(family: str, **extra):
 FOCUS = {"confirm-counts-new-connection": _only("concurrent-sss", brokers={"5": 1}, steps=10_000, shrink_budget=4),
          "truncate-invalid-wrong-start": _only("dispatch-lag", brokers={"3": 1}, steps=12_000, shrink_budget=4),
          "elect-ignores-liveness": _only("admin", steps=8000)}
-SMALL = {"steps": 5000, "runs_per_task": 1, "shrink_budget": 10, "shrinks_per_bucket": 1}
+# batches of 4 tasks (what local[2] planned before the batch size was a setting): guided mutants from the fourth batch
+SMALL = {"steps": 5000, "runs_per_task": 1, "tasks_per_batch": 4, "shrink_budget": 10, "shrinks_per_bucket": 1}
 
 
 @pytest.fixture(scope="module")
