@@ -35,7 +35,7 @@ from typing import Any
 
 import rmqha
 
-from .watchdog import GRACE, MARK
+from .watchdog import GRACE, MARK, children, marked, wait_gone
 
 SUBPACKAGES = ("impl", "models", "spark_fuzz", "symbolic")
 EMBEDDED = "local[*,4]"
@@ -101,6 +101,19 @@ class Owned:
         if self.watchdog is not None and self.watchdog.stdin is not None:
             self.watchdog.stdin.write(f"pid {pid}\n".encode())
             self.watchdog.stdin.flush()
+
+    def end_workers(self) -> None:
+        """End Spark's Python daemon on this machine (it hangs up its workers) before Spark closes their sockets: an
+        idle worker whose socket closes first prints a ``BrokenPipeError`` traceback on its way out."""
+        if self.jvm is None:
+            return
+        workers = marked(str(self.scratch))
+        for pid in children(self.jvm.pid, workers):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:  # pragma: no cover - already gone
+                pass
+        wait_gone(workers)
 
     def end(self) -> None:
         """End the JVM (its stdin closes: Spark's gateway server exits; killed after ``GRACE`` s), let the watchdog
@@ -235,6 +248,8 @@ def stop_session(spark: Any) -> None:
     from pyspark import SparkContext  # lazy: as in spark_session
 
     owned = getattr(spark.sparkContext, "_rmqha_owned", None)
+    if owned is not None:
+        owned.end_workers()
     spark.stop()
     if owned is not None:
         _end(SparkContext, owned)

@@ -65,15 +65,33 @@ def marked(scratch: str) -> dict[int, str]:
     return out
 
 
+def children(parent: int, procs: dict[int, str]) -> dict[int, str]:
+    """Those of ``procs`` whose parent is ``parent``."""
+    out = {}
+    for pid, started in procs.items():
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            continue
+        if int(stat[stat.rindex(")") + 2:].split()[1]) == parent:
+            out[pid] = started
+    return out
+
+
 def _alive(procs: dict[int, str]) -> dict[int, str]:
     return {p: t for p, t in procs.items() if _start_time(p) == t}
 
 
-def _end(procs: dict[int, str], groups: bool) -> None:
-    """Wait ``GRACE`` for ``procs`` to exit, then SIGKILL the rest (their process groups with ``groups``)."""
-    deadline = time.monotonic() + GRACE
+def wait_gone(procs: dict[int, str], limit: float = GRACE) -> None:
+    """Wait up to ``limit`` seconds for ``procs`` to exit."""
+    deadline = time.monotonic() + limit
     while _alive(procs) and time.monotonic() < deadline:
         time.sleep(POLL)
+
+
+def _end(procs: dict[int, str], groups: bool) -> None:
+    """Wait ``GRACE`` for ``procs`` to exit, then SIGKILL the rest (their process groups with ``groups``)."""
+    wait_gone(procs)
     for pid in _alive(procs):
         try:
             if groups:
