@@ -8,11 +8,20 @@ natural fix, so that a campaign can look past it and an engineer can check the f
 ``classify`` attributes a violation to a finding by re-running the same inputs with that finding's fix on:
 if the violation no longer happens at that step, the finding explains it. Nothing is classified by its
 message text alone.
+
+``triage`` goes on where ``classify`` finds no single finding: a violation can need two findings together (each
+fix alone leaves the other finding to break the same invariant at or before the same step). It then looks for the
+smallest *set* of findings that explains it (``fix_set``), under the same rule as a single finding: every finding
+of the set lists the violation's invariant, their fixes together remove the violation, and the set is 1-minimal
+(with any one of its fixes left out the violation is back). The search is delta debugging over the fix switches:
+all candidate fixes together first (if even they leave the violation, it is unexplained), then ``ddmin`` down to
+a 1-minimal set; every try is a re-run, and ``SET_RERUNS`` bounds them. The explanation of a set is its ids,
+sorted, joined by ``+`` (``explanation``): ``F-GAP-UNION+F-STALE-SSS-PROPOSAL``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,22 +118,170 @@ FINDINGS: dict[str, Finding] = {
 }
 
 
+SEP = "+"  # between the ids of a set of findings in an explanation: "F-GAP-UNION+F-STALE-SSS-PROPOSAL"
+SET_RERUNS = 16  # re-runs one set search may spend (with today's catalogue it needs at most 1: see fix_set)
+
+Rerun = Callable[[dict[str, Any]], Mapping[str, Any] | None]
+
+
 def candidates(invariant: str) -> list[Finding]:
     return [f for f in FINDINGS.values() if invariant in f.invariants]
 
 
-def classify(header: dict[str, Any], violation: Mapping[str, Any],
-             rerun: Callable[[dict[str, Any]], Mapping[str, Any] | None]) -> str | None:
+def explanation(ids: Iterable[str]) -> str:
+    """The explanation of a set of findings: their ids sorted and joined by ``+`` (one id: the id itself)."""
+    return SEP.join(sorted(set(ids)))
+
+
+def explanation_ids(text: str) -> list[str]:
+    """The finding ids of an explanation (``explanation``'s inverse); ``expected:<config>`` is one item."""
+    return text.split(SEP)
+
+
+def is_documented(text: str | None) -> bool:
+    """Whether an explanation names documented findings only (one, or a set of them)."""
+    return text is not None and all(i in FINDINGS for i in explanation_ids(text))
+
+
+def gone(again: Mapping[str, Any] | None, violation: Mapping[str, Any]) -> bool:
+    """A re-run no longer shows ``violation``: no failure, another invariant, or the same one later."""
+    return again is None or again["invariant"] != violation["invariant"] or again["step"] > violation["step"]
+
+
+def in_play(f: Finding, bugs: list[str]) -> bool:
+    """A candidate whose fix can change the run: not on already, and its upstream switches (``needs``) on."""
+    return f.fix not in bugs and all(n in bugs for n in f.needs)
+
+
+def classify(header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun) -> str | None:
     """The finding whose fix removes ``violation``, or None.
 
     ``rerun(header)`` runs a header and returns its violation dict (or None). A candidate explains the
-    violation when, with its fix added, the run no longer fails that invariant at or before that step.
+    violation when, with its fix added, the run no longer fails that invariant at or before that step. The
+    candidates are tried in catalogue order; the first that removes it is the explanation.
     """
     bugs = list(header.get("bugs", []))
     for f in candidates(violation["invariant"]):
-        if f.fix in bugs:
+        if not in_play(f, bugs):
             continue
-        again = rerun(dict(header, bugs=sorted([*bugs, f.fix])))
-        if again is None or again["invariant"] != violation["invariant"] or again["step"] > violation["step"]:
+        if gone(rerun(dict(header, bugs=sorted([*bugs, f.fix]))), violation):
             return f.id
     return None
+
+
+@dataclass(frozen=True)
+class FixSet:
+    """A set search's result: the findings whose fixes together remove the violation (empty: none found), whether
+    the set is proven 1-minimal, and the re-runs spent."""
+
+    ids: tuple[str, ...]
+    minimal: bool
+    reruns: int
+
+
+class _Tries:
+    """``clears(set of findings)``: one memoised re-run each, at most ``budget`` of them."""
+
+    def __init__(self, header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun, fixes: dict[str, str],
+                 budget: int) -> None:
+        self.header, self.violation, self.rerun, self.fixes = header, violation, rerun, fixes
+        self.left, self.runs = budget, 0
+        self.seen: dict[frozenset[str], bool] = {}
+
+    def spent(self) -> bool:
+        return self.left <= 0
+
+    def clears(self, ids: Iterable[str]) -> bool:
+        key = frozenset(ids)
+        if key not in self.seen:
+            if self.spent():
+                return False
+            self.left -= 1
+            self.runs += 1
+            bugs = sorted({*self.header.get("bugs", []), *(self.fixes[i] for i in key)})
+            self.seen[key] = gone(self.rerun(dict(self.header, bugs=bugs)), self.violation)
+        return self.seen[key]
+
+
+def _chunks(items: list[str], n: int) -> list[list[str]]:
+    size, extra = divmod(len(items), n)
+    out, at = [], 0
+    for k in range(n):
+        step = size + (1 if k < extra else 0)
+        out.append(items[at:at + step])
+        at += step
+    return [c for c in out if c]
+
+
+def ddmin_set(items: list[str], tries: _Tries) -> tuple[list[str], bool]:
+    """Zeller's ddmin over a set that clears the violation: a subset (a chunk first, then a complement) that still
+    clears it, and again, down to a set from which no single item can be left out. Returns the set and whether it
+    is proven 1-minimal (not when the budget ran out first)."""
+    current, n = list(items), 2
+    while len(current) >= 2 and not tries.spent():
+        chunks = _chunks(current, n)
+        smaller = next((c for c in chunks if tries.clears(c)), None)
+        if smaller is not None:
+            current, n = smaller, 2
+            continue
+        complements = [[x for x in current if x not in c] for c in chunks] if n > 2 else []
+        rest = next((c for c in complements if tries.clears(c)), None)
+        if rest is not None:
+            current, n = rest, max(n - 1, 2)
+            continue
+        if n >= len(current):
+            break
+        n = min(2 * n, len(current))
+    proven = all(tries.seen.get(frozenset(x for x in current if x != y)) is False for y in current)
+    return current, len(current) < 2 or proven
+
+
+def fix_set(header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun, pool: Iterable[Finding] | None = None,
+            budget: int = SET_RERUNS, singles_tried: bool = True) -> FixSet:
+    """The smallest set of findings (from ``pool``: by default the candidates, which list the violation's
+    invariant) whose fixes together remove ``violation``; see the module doc.
+
+    ``header`` should stop at the violation's step (``maxSteps``): each try is a re-run that far. With
+    ``singles_tried`` (``classify`` has run) no single finding removes it, so a set has two or more.
+    """
+    bugs = list(header.get("bugs", []))
+    chosen = [f for f in (candidates(violation["invariant"]) if pool is None else pool) if in_play(f, bugs)]
+    fixes = {f.id: f.fix for f in chosen}
+    ids = sorted(fixes)
+    tries = _Tries(header, violation, rerun, fixes, budget)
+    if singles_tried:
+        tries.seen.update({frozenset([i]): False for i in ids})
+    if len(ids) < (2 if singles_tried else 1) or not tries.clears(ids):
+        return FixSet((), False, tries.runs)
+    small, minimal = ddmin_set(ids, tries)
+    return FixSet(tuple(sorted(small)), minimal, tries.runs)
+
+
+@dataclass(frozen=True)
+class Triage:
+    """``triage``'s answer: the explanation (one finding id, a set's ``explanation``, or None) and its re-runs."""
+
+    explained_by: str | None
+    reruns: int
+
+
+def triage(header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun, budget: int = SET_RERUNS) -> Triage:
+    """``classify`` (one finding at a time, in catalogue order), then, if none explains it, ``fix_set``.
+
+    Every re-run stops at the violation's step. At most ``len(candidates) + budget`` re-runs: one per candidate,
+    then the set of all of them and the ddmin steps. A set the budget leaves unproven 1-minimal still explains the
+    violation (each of its findings lists the invariant and their fixes together remove it); with today's catalogue
+    (at most two candidates in play per invariant) the set search is one re-run.
+    """
+    header = dict(header, maxSteps=int(violation["step"]))  # "gone" means: not failing at or before that step
+    runs = [0]
+
+    def counted(h: dict[str, Any]) -> Mapping[str, Any] | None:
+        runs[0] += 1
+        return rerun(h)
+
+    single = classify(header, violation, counted)
+    if single is not None:
+        return Triage(single, runs[0])
+    found = fix_set(header, violation, counted, budget=budget)
+    return Triage(explanation(found.ids) if found.ids else None, runs[0])

@@ -3,7 +3,8 @@
 A campaign is a deterministic state machine fed by Spark jobs. **Batch** ``b`` is planned right after batch
 ``b - 3`` is merged (three batches are in flight, so the cores do not wait for the driver or for a batch's slowest
 run); planning reads only what was merged by then and ``DetRng(campaign seed).fork("batch:b")``. A batch is one
-Spark job of two tasks per core, each a few runs of one arm (``runs_per_task``), collected in partition order.
+Spark job of ``tasks_per_batch`` tasks (a setting, not the core count: the plan is the same on any session), each a
+few runs of one arm (``runs_per_task``), collected in partition order.
 **Merging** (strictly in batch order) adds each run's abstract states and witnesses to its arm's coverage, puts
 guided runs that reached new states into the corpus, buckets violations by invariant and explanation, and queues
 each bucket's representatives for shrinking. A **shrink** is a Spark job of its own (one task), submitted as soon as
@@ -18,6 +19,12 @@ Arms: ``guided`` (fresh seeds, and mutants of corpus entries: ``mutate.py``), ``
 Stops: ``seeds`` runs per arm, or ``budget`` seconds of fuzzing in this invocation (the batches in flight then
 finish), or the first violation of ``stop_on`` (the benchmark's time-to-detect; the batches planned after the one that
 showed it are cancelled). Every queued shrink finishes before the campaign returns (``shrink=False`` queues none).
+
+What depends on timing: with ``seeds`` (and ``stop_on``) nothing but the timings themselves (``elapsed``, ``wall``,
+the wall-time curves, when a bucket was first seen, the journal's line order): the runs, buckets, shrinks and
+findings are the same on one core or a hundred. Shrinks finish in any order; a unique finding's representative is
+the first in queue order among the shrinks that gave its signature, whichever finished first. With ``budget``, how
+many batches are planned depends on the speed of the session, and nothing else does.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from .settings import FuzzSettings, settings_from_dict
 from .task import run_items
 
 LAG = 3  # batches in flight
-TASKS_PER_CORE = 2  # tasks per batch, per core of the session
+CANCEL_WAIT = 10.0  # seconds an interrupted campaign waits for its cancelled jobs to end
 MAX_NEW_TIMES = 8
 
 
@@ -132,6 +139,7 @@ class Campaign:
         self.plans: dict[int, list[dict[str, Any]]] = {}
         self.merged = 0  # batches merged: 0 .. merged-1
         self.shrink_queue: list[dict[str, Any]] = []  # representatives to shrink, in queue order
+        self.queued: dict[str, int] = {}  # representative -> its place in the queue (campaign order)
         self.shrunk: set[str] = set()  # representatives whose shrink is journaled
         self.shrink_errors: list[dict[str, Any]] = []  # shrinks that raised (reported, not retried)
         self.elapsed_before = 0.0
@@ -145,6 +153,7 @@ class Campaign:
         self._group = f"rmqha-fuzz-{os.getpid()}-{id(self):x}"  # Spark job groups of this campaign
         self._t0 = time.perf_counter()
         self._stop_batch: int | None = None  # the first batch that showed ``stop_on``
+        self._stopping = False  # interrupted: no job starts any more
         self._ctx = {"config": opts.config, "settings": opts.settings.to_dict(), "steps": opts.settings.steps,
                      "bugs": sorted(opts.bugs), "profile": opts.profile, "disabled": sorted(opts.disabled),
                      "triage": opts.triage, "shrinkBudget": opts.settings.shrink_budget,
@@ -236,6 +245,7 @@ class Campaign:
         if self.opts.shrink and v["step"] is not None and len(bk.reps) < reps and s not in bk.shapes:
             bk.shapes.append(s)
             bk.reps.append(row["id"])
+            self.queued[row["id"]] = len(self.shrink_queue)
             self.shrink_queue.append({"bucket": key, "rep": row["id"], "header": row["header"], "violation": v,
                                       "explainedBy": row["explainedBy"],
                                       "budget": self.opts.settings.shrink_budget // (1 if bk.explained_by is None
@@ -243,19 +253,28 @@ class Campaign:
         if self.opts.stop_on is not None and v["invariant"] == self.opts.stop_on and self._stop_batch is None:
             self._stop_batch = b
 
+    def _holds(self, fid: str, rep: str) -> bool:
+        """Whether the shrink of ``rep`` is (or becomes) finding ``fid``'s: the first in queue order, not the first
+        to finish (shrinks finish in any order; the finding must not depend on it)."""
+        have = self.findings.get(fid)
+        return have is None or self.queued[rep] < self.queued[have["rep"]]
+
     def _apply_shrunk(self, row: dict[str, Any], elapsed: float) -> None:
         self.shrunk.add(row["rep"])
         if "error" in row:
             self.shrink_errors.append(row)
+            self.shrink_errors.sort(key=lambda e: self.queued[e["rep"]])
             return
         fid = finding_id(row["invariant"], row["signature"])
         have = self.findings.get(fid)
-        if have is not None:
-            have["representatives"] += 1
+        reps = 1 + (have["representatives"] if have is not None else 0)
+        if have is not None and not self._holds(fid, row["rep"]):
+            have["representatives"] = reps
             return
-        self.findings[fid] = dict(row, id=fid, representatives=1, shrunkAt=elapsed,
+        self.findings[fid] = dict(row, id=fid, representatives=reps, shrunkAt=elapsed,
                                   foundAt=self.buckets[row["bucket"]].first_elapsed,
                                   tracePath=f"traces/{fid}.jsonl.gz")
+        self.findings = dict(sorted(self.findings.items(), key=lambda kv: self.queued[kv[1]["rep"]]))
 
     # ------------------------------------------------------------------------------------------ planning
 
@@ -267,7 +286,7 @@ class Campaign:
         rng = DetRng(self.opts.seed_start).fork(f"batch:{b}")
         items: list[dict[str, Any]] = []
         planned: dict[str, list[dict[str, Any]]] = {n: [] for n in self.arms}
-        for k in range(self._parallelism * TASKS_PER_CORE):
+        for k in range(self.opts.settings.tasks_per_batch):
             arms = [a for a in self.arms.values() if not self._arm_done(a, planned[a.name])]
             if not arms:
                 break
@@ -305,6 +324,8 @@ class Campaign:
     # --------------------------------------------------------------------------------------- execution
 
     def _job(self, group: str, items: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], float]:
+        if self._stopping:
+            raise CampaignError("the campaign is stopping")
         sc = self.spark.sparkContext
         sc.setJobGroup(f"{self._group}-{group}", f"rmqha fuzz {group}", interruptOnCancel=True)
         payload = [dict(item, ctx=self._ctx) for item in items]
@@ -334,7 +355,7 @@ class Campaign:
     def _record_shrunk(self, row: dict[str, Any], at: float) -> None:
         fid = finding_id(row["invariant"], row["signature"]) if "error" not in row else None
         path = Path(self.opts.out) / "traces" / f"{fid}.jsonl.gz"
-        if fid is not None and not path.exists():  # the trace first, then the journal line that points at it
+        if fid is not None and self._holds(fid, row["rep"]):  # the trace first, then the journal line pointing at it
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(base64.b64decode(row["trace"]))
@@ -416,14 +437,25 @@ class Campaign:
                 fill()
                 self._progress(new, len(shrinks))
         except BaseException:
-            for b in batches:  # this campaign's jobs only: the session may run others
-                self.spark.sparkContext.cancelJobGroup(f"{self._group}-batch-{b}")
-            for rep in shrinks:
-                self.spark.sparkContext.cancelJobGroup(f"{self._group}-shrink-{rep}")
-            pool.shutdown(wait=False, cancel_futures=True)
+            groups = [*(f"batch-{b}" for b in batches), *(f"shrink-{rep}" for rep in shrinks)]
+            self._cancel(pool, groups, [*batches.values(), *shrinks.values()])
             raise
         pool.shutdown(wait=True)
         return self
+
+    def _cancel(self, pool: cf.ThreadPoolExecutor, groups: list[str], futures: list[cf.Future[Any]]) -> None:
+        """Cancel this campaign's jobs (only its own: the session may run others) and wait until none runs, so that
+        the session stops with no task in flight (Spark logs errors for tasks launched while it shuts down). A job
+        a thread submits just as the campaign stops is cancelled on the next round; ``CANCEL_WAIT`` bounds it."""
+        self._stopping = True
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + CANCEL_WAIT
+        while True:
+            for g in groups:
+                self.spark.sparkContext.cancelJobGroup(f"{self._group}-{g}")
+            _, running = cf.wait(futures, timeout=0.2)
+            if not running or time.monotonic() > deadline:
+                return
 
     # ------------------------------------------------------------------------------------------ results
 

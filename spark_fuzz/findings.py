@@ -3,7 +3,10 @@
 * **Explanation** (``explain``): ``impl.findings.classify`` (re-run with a documented finding's fix on; the finding
   explains the violation if it goes away). Failing that, an expected-loss configuration of the run (``--bug
   unclean-election``, ``--bug allack-off``) explains a violation of the invariant it names if re-running with its
-  setting reverted removes it: the explanation is then ``expected:<name>``. Otherwise the violation is unexplained.
+  setting reverted removes it: the explanation is then ``expected:<name>``. Failing that, the smallest set of
+  documented findings that list the invariant and whose fixes together remove it (``impl.findings.fix_set``: ddmin
+  over the fix switches), ``F-A+F-B``. Otherwise the violation is unexplained; ``fix_hints`` then names the
+  findings (one, or a set ``F-A+F-B``) whose fixes remove it although not every one lists its invariant.
 * **Buckets**: violations are grouped by invariant id and explanation before shrinking; each bucket has up to
   ``shrinks_per_bucket`` representatives shrunk, picked in campaign order among violations whose message *shape*
   (digits and broker names masked) differs from the representatives already taken.
@@ -33,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.findings import FINDINGS, classify
+from rmqha.impl.findings import FINDINGS, classify, explanation, fix_set, gone, in_play
 from rmqha.impl.sim.actions import Action, as_actions
 from rmqha.impl.sim.config import config_from_dict
 from rmqha.impl.sim.runner import header_for, run_header
@@ -52,16 +55,25 @@ def violation_of(header: dict[str, Any]) -> ViolationRecord | None:
     return r.violation.to_dict() if r.violation else None
 
 
-def _gone(again: Mapping[str, Any] | None, v: Mapping[str, Any]) -> bool:
-    return again is None or again["invariant"] != v["invariant"] or again["step"] > v["step"]
+HINT_RERUNS = 24  # re-runs the set search of ``fix_hints`` may spend (over every finding, not only candidates)
 
 
 def explain(header: dict[str, Any], violation: Mapping[str, Any]) -> str | None:
-    """The documented finding (or ``expected:<config>``) that explains ``violation``, else None."""
+    """The documented finding, ``expected:<config>``, or set of findings (``F-A+F-B``) that explains ``violation``,
+    else None. The single findings and the expected-loss configuration come first, as before sets existed."""
     header = dict(header, maxSteps=int(violation["step"]))  # "gone" means: not failing at or before that step
     fid = classify(header, violation, violation_of)
     if fid is not None:
         return fid
+    expected = _expected(header, violation)
+    if expected is not None:
+        return expected
+    found = fix_set(header, violation, violation_of)
+    return explanation(found.ids) if found.ids else None
+
+
+def _expected(header: dict[str, Any], violation: Mapping[str, Any]) -> str | None:
+    """``expected:<name>`` when reverting an expected-loss configuration of the run removes ``violation``."""
     for name in header.get("bugs", []):
         bug = B.BUGS.get(name)
         if bug is None or bug.kind != "config" or bug.invariant != violation["invariant"]:
@@ -71,23 +83,28 @@ def explain(header: dict[str, Any], violation: Mapping[str, Any]) -> str | None:
             revert.setdefault(section, {})[key] = (not value) if isinstance(value, bool) else value
         cfg = config_from_dict(revert, config_from_dict(header["config"]))
         again = violation_of(dict(header, config=cfg.to_dict(), bugs=[b for b in header["bugs"] if b != name]))
-        if _gone(again, violation):
+        if gone(again, violation):
             return f"expected:{name}"
     return None
 
 
 def fix_hints(header: dict[str, Any], violation: Mapping[str, Any]) -> list[str]:
     """For an unexplained violation: the documented findings whose fix removes it although they do not list its
-    invariant. A hint only (the violation stays unexplained): with nine fixes to try, one may just perturb the run."""
+    invariant; if none does alone, the smallest set of findings (``F-A+F-B``, any of them, proven 1-minimal within
+    ``HINT_RERUNS``) whose fixes together remove it. A hint only (the violation stays unexplained): with fourteen
+    fixes to try, one may just perturb the run."""
     header = dict(header, maxSteps=int(violation["step"]))
     bugs = list(header.get("bugs", []))
     out = []
     for f in FINDINGS.values():
-        if f.fix in bugs or violation["invariant"] in f.invariants:
+        if not in_play(f, bugs) or violation["invariant"] in f.invariants:
             continue
-        if _gone(violation_of(dict(header, bugs=sorted([*bugs, f.fix]))), violation):
+        if gone(violation_of(dict(header, bugs=sorted([*bugs, f.fix]))), violation):
             out.append(f.id)
-    return out
+    if out:
+        return out
+    found = fix_set(header, violation, violation_of, pool=FINDINGS.values(), budget=HINT_RERUNS)
+    return [explanation(found.ids)] if found.ids and found.minimal else []
 
 
 def bucket(invariant: str, explained_by: str | None) -> str:

@@ -8,7 +8,9 @@ A ``rmqha fuzz --config FILE`` file is an ordinary kit config (``docs/configurat
 * ``scale``: the per-kind weight multipliers a seed draws from (one per enabled kind).
 * ``mean_intervals``: the mean fault spacings (ms) a seed draws from, unless its family fixes one.
 * ``brokers``: the broker-set sizes a seed draws from, with weights (``{"3" = 2, "4" = 1}``); empty: the config's.
-* ``steps``: simulator steps per run; ``runs_per_task``: runs one Spark task does in a row.
+* ``steps``: simulator steps per run; ``runs_per_task``: runs one Spark task does in a row; ``tasks_per_batch``:
+  the tasks of one batch. The plan of a campaign is a function of these and the seed, never of the cores: three
+  batches are in flight, so a session of more than ``3 * tasks_per_batch`` cores leaves some idle (raise it).
 * ``fresh``: guided mode, the share of each batch that runs fresh seeds instead of mutants.
 * ``shrink_budget``: runs one shrink may spend (half for an explained bucket); ``shrinks_per_bucket``:
   representatives shrunk per unexplained (invariant, explanation) bucket (an explained bucket gets one).
@@ -36,6 +38,7 @@ class FuzzSettings:
     brokers: dict[int, float] = field(default_factory=lambda: {2: 1.0, 3: 2.0, 4: 1.0, 5: 1.0})
     steps: int = 20_000
     runs_per_task: int = 1
+    tasks_per_batch: int = 8
     fresh: float = 0.5
     shrink_budget: int = 60
     shrinks_per_bucket: int = 2
@@ -117,8 +120,8 @@ def settings_from_dict(data: dict[str, Any] | None) -> FuzzSettings:
         if out and not any(w > 0 for w in out.values()):
             raise ValueError("[fuzz] brokers: at least one weight must be positive")
         kw["brokers"] = out
-    for name, lo, hi in (("steps", 1, 10_000_000), ("runs_per_task", 1, 10_000), ("shrink_budget", 0, 100_000),
-                         ("shrinks_per_bucket", 1, 1000)):
+    for name, lo, hi in (("steps", 1, 10_000_000), ("runs_per_task", 1, 10_000), ("tasks_per_batch", 1, 10_000),
+                         ("shrink_budget", 0, 100_000), ("shrinks_per_bucket", 1, 1000)):
         if name in data:
             kw[name] = _integer(name, data[name], lo, hi)
     return FuzzSettings(**{**{f.name: getattr(base, f.name) for f in fields(base)}, **kw})

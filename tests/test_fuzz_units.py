@@ -1,10 +1,26 @@
 """The fuzz campaign's parts without Spark: probe, swarm mixes, mutants, shrinking, journal, settings, CLI errors."""
 
+import io
 import json
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 from rmqha.impl import bugs as B
+from rmqha.impl.findings import (
+    FINDINGS,
+    SEP,
+    FixSet,
+    Triage,
+    candidates,
+    classify,
+    explanation,
+    explanation_ids,
+    fix_set,
+    is_documented,
+    triage,
+)
+from rmqha.impl.findings import in_play as in_play_fix
 from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.faults import validate_actions
 from rmqha.impl.sim.runner import header_for, run_header
@@ -13,14 +29,16 @@ from rmqha.impl.sim.tracefile import read_text as read_trace_text
 from rmqha.impl.trace import TraceRecorder, parse
 from rmqha.spark_fuzz.campaign import Campaign, CampaignError, options_from
 from rmqha.spark_fuzz.coverage import master_at
-from rmqha.spark_fuzz.findings import explain, shrink_violation, signature, violation_of
+from rmqha.spark_fuzz.findings import bucket, explain, shrink_violation, signature, violation_of
 from rmqha.spark_fuzz.journal import Journal
 from rmqha.spark_fuzz.mutate import CorpusEntry, mutate
+from rmqha.spark_fuzz.outputs import RUNS, run_rows
 from rmqha.spark_fuzz.runs import probed_run
 from rmqha.spark_fuzz.schedule import FAMILIES, draw_mix, ghost_schedule, mix_config
 from rmqha.spark_fuzz.settings import FuzzSettings, settings_from_dict
 
 from rmqha.cli import main
+from rmqha.cli.fuzz import _print_summary
 
 SAFE = default_config("safe")
 
@@ -178,3 +196,122 @@ def test_a_fuzzed_sync_expand_safe_violation_is_explained_by_gap_union():
     v = again.violation.to_dict()
     assert v["invariant"] == "SYNC-EXPAND-SAFE"
     assert explain(header, v) == "F-GAP-UNION"
+
+
+# ------------------------------------------------------------------------------------ triage: sets of findings
+
+DATA = Path(__file__).resolve().parent / "data" / "fuzz"
+
+
+def _rerun(header):
+    r = run_header(header, record=False)
+    return r.violation.to_dict() if r.violation else None
+
+
+def _two_finding_cases():
+    """(header, invariant, explanation): the README's main job's run the issue names (a guided mutant, its header
+    committed), and a fresh seed of the default swarm (built from the seed alone)."""
+    mutant = json.loads((DATA / "SYNC-SSS-HOLDS-ACKED-663998284.json").read_text())
+    fresh = header_for(mix_config(SAFE, draw_mix(396, SAFE, FuzzSettings())), 396, 20_000, [], None, None, "safe", [])
+    return [pytest.param(mutant, "SYNC-SSS-HOLDS-ACKED", "F-GAP-UNION+F-STALE-SSS-PROPOSAL", id="main-job-663998284"),
+            pytest.param(fresh, "HA-EPOCH-BOUNDARY", "F-TRANSFER-EPOCH-STALE+F-TRANSFER-NEGATIVE-BATCH",
+                         id="fresh-seed-396")]
+
+
+@pytest.mark.parametrize(("header", "invariant", "expect"), _two_finding_cases())
+def test_a_violation_two_findings_clear_only_together_is_explained_by_both(header, invariant, expect):
+    v = violation_of(header)
+    assert v is not None and v["invariant"] == invariant
+    cut = dict(header, maxSteps=v["step"])
+    assert classify(cut, v, _rerun) is None  # no single finding: the one-at-a-time triage left it unexplained
+    for fid in expect.split("+"):  # each fix alone leaves it (at or before the same step)
+        again = _rerun(dict(cut, bugs=sorted([*header["bugs"], FINDINGS[fid].fix])))
+        assert again is not None and again["invariant"] == invariant and again["step"] <= v["step"]
+    t = triage(header, v, _rerun)
+    assert t.explained_by == expect and is_documented(t.explained_by)
+    assert t.reruns == 3  # two single fixes in play, then both together (proven 1-minimal: each alone failed)
+    assert explain(header, v) == expect
+    assert bucket(invariant, expect) == f"{invariant}|{expect}"
+
+
+def test_a_single_finding_explanation_is_unchanged():
+    """The single-fix path first, in catalogue order: F-STALE-SSS-PROPOSAL is tried before F-GAP-UNION, which
+    explains this one alone (two re-runs, no set search)."""
+    s = settings_from_dict({"families": {f: (1.0 if f == "concurrent-sss" else 0.0) for f in FAMILIES},
+                            "brokers": {"4": 1}})
+    h = header_for(mix_config(SAFE, draw_mix(28, SAFE, s)), 28, 20_000, [], None, None, "safe", [])
+    v = violation_of(h)
+    assert v is not None and v["invariant"] == "SYNC-SSS-HOLDS-ACKED"
+    assert [f.id for f in candidates(v["invariant"])][:2] == ["F-STALE-SSS-PROPOSAL", "F-GAP-UNION"]
+    assert triage(h, v, _rerun) == Triage("F-GAP-UNION", 2)
+    assert explain(h, v) == "F-GAP-UNION"
+
+
+def test_a_planted_bug_no_set_of_fixes_clears_stays_unexplained():
+    """``transfer-crosses-epoch`` (a bug switch no finding's fix covers): each candidate's fix alone and both together
+    leave the violation, so it stays unexplained (exit 1) after the set search has run."""
+    name = "transfer-crosses-epoch"
+    h = header_for(mix_config(SAFE, draw_mix(5, SAFE, FuzzSettings())), 5, 6000, [name], None, None, "safe", [])
+    v = violation_of(h)
+    assert v is not None and v["invariant"] == B.BUGS[name].invariant
+    in_play = [f for f in candidates(v["invariant"]) if in_play_fix(f, h["bugs"])]
+    assert len(in_play) == 2
+    assert triage(h, v, _rerun) == Triage(None, len(in_play) + 1)  # the set of both was tried
+    assert explain(h, v) is None
+
+
+def _fake(required, invariant="SYNC-NO-ACK-LOSS"):
+    """A re-run that fails at step 10 unless every fix of ``required`` is on, and counts its calls."""
+    calls = []
+
+    def rerun(header):
+        calls.append(sorted(header["bugs"]))
+        return None if set(required) <= set(header["bugs"]) else {"invariant": invariant, "step": 10}
+
+    return rerun, calls
+
+
+def test_ddmin_over_fix_switches_finds_a_one_minimal_set_within_its_budget():
+    v = {"invariant": "SYNC-NO-ACK-LOSS", "step": 10}
+    header = {"bugs": [], "maxSteps": 10}
+    ids = sorted(f.id for f in FINDINGS.values() if not f.needs)
+    for want in (ids[1:3], [ids[0], ids[5], ids[-1]], ids[4:5]):
+        rerun, calls = _fake([FINDINGS[i].fix for i in want])
+        found = fix_set(header, v, rerun, pool=FINDINGS.values(), budget=64, singles_tried=False)
+        assert found.ids == tuple(sorted(want)) and found.minimal and found.reruns == len(calls) <= 64
+        assert len({tuple(c) for c in calls}) == len(calls)  # memoised: no set is run twice
+    rerun, calls = _fake([FINDINGS[i].fix for i in ids[1:3]])
+    found = fix_set(header, v, rerun, pool=FINDINGS.values(), budget=3, singles_tried=False)
+    assert found.reruns == len(calls) == 3 and not found.minimal and set(ids[1:3]) <= set(found.ids)
+    rerun, calls = _fake(["no-such-fix"])  # nothing clears it: one re-run (all fixes together), no set
+    assert fix_set(header, v, rerun, pool=FINDINGS.values()) == FixSet((), False, 1)
+
+
+def test_explanations_of_sets_read_back():
+    assert explanation(["F-STALE-SSS-PROPOSAL", "F-GAP-UNION"]) == "F-GAP-UNION+F-STALE-SSS-PROPOSAL"
+    assert explanation_ids("F-GAP-UNION+F-STALE-SSS-PROPOSAL") == ["F-GAP-UNION", "F-STALE-SSS-PROPOSAL"]
+    assert is_documented("F-GAP-UNION") and is_documented("F-GAP-UNION+F-STALE-SSS-PROPOSAL")
+    assert not is_documented(None) and not is_documented("expected:allack-off")
+    assert not is_documented("F-GAP-UNION+F-NOPE")
+    assert all(SEP not in f for f in FINDINGS)  # the separator never occurs in an id
+
+
+def test_a_set_explanation_is_explained_in_buckets_tables_and_the_summary(tmp_path, capsys):
+    """A run explained by a set (``F-A+F-B``): its bucket, the ``runs`` table's columns, the summary (not counted as
+    unexplained: exit 0) and the summary table (the explanation whole, no "unexplained")."""
+    expl = "F-GAP-UNION+F-STALE-SSS-PROPOSAL"
+    header = json.loads((DATA / "SYNC-SSS-HOLDS-ACKED-663998284.json").read_text())
+    row = {"id": "g0.0", "arm": "guided", "seed": header["seed"], "family": "uniform", "brokers": 4, "steps": 1255,
+           "simMs": 29430, "wall": 0.1, "nStates": 1, "newStates": ["s1"], "witnesses": {"election": 1},
+           "header": header, "explainedBy": expl,
+           "violation": {"invariant": "SYNC-SSS-HOLDS-ACKED", "step": 1255, "t": 29430, "message": "m"}}
+    c = Campaign(None, options_from(str(tmp_path), SAFE.to_dict(), None, shrink=False))
+    c._apply_merge({"type": "merged", "batch": 0, "elapsed": 1.0, "rows": [row]})
+    s = c.summary()
+    assert s["violations"] == 1 and s["unexplained"] == 0 and not c.unexplained()
+    assert [(b["bucket"], b["explainedBy"]) for b in s["buckets"]] == [(f"SYNC-SSS-HOLDS-ACKED|{expl}", expl)]
+    cols = dict(zip([n for n, _ in RUNS], run_rows(c)[0]))
+    assert cols["explained_by"] == expl and cols["bucket"] == f"SYNC-SSS-HOLDS-ACKED|{expl}"
+    _print_summary(Console(file=io.StringIO()), s | {"tables": {"runs": "x"}, "report": "r.html"})  # not a terminal:
+    text = capsys.readouterr().out  # it prints to stdout, wide
+    assert expl in text and "unexplained" not in text

@@ -4,9 +4,10 @@
                [--fix NAME|all]... [--guided | --unguided | --compare] [--seed-start N] [--steps K] [--out DIR]
                [--no-shrink] [--json]
 
-Exit status: 0 when every violation is explained by a documented finding (or by the expected-loss configuration
-the campaign was asked to run), 1 when one is not, 2 for a usage or input error, 130 when interrupted (the
-campaign resumes from its journal with the same command).
+Exit status: 0 when every violation is explained by a documented finding or a set of them (or by the expected-loss
+configuration the campaign was asked to run), 1 when one is not, 2 for a usage or input error, 128 + the signal
+when stopped by SIGINT, SIGTERM or SIGHUP (130, 143, 129: the campaign resumes from its journal with the same
+command).
 """
 
 from __future__ import annotations
@@ -23,10 +24,11 @@ from rich.markup import escape
 from rmqha.impl import bugs as B
 from rmqha.impl.sim.config import PROFILES, config_from_dict, default_config
 from rmqha.impl.sim.scenarios import precursors_off
-from rmqha.spark_fuzz.campaign import Campaign, CampaignError, CampaignOptions, journaled_runs, options_from
+from rmqha.spark_fuzz.campaign import LAG, Campaign, CampaignError, CampaignOptions, journaled_runs, options_from
 from rmqha.spark_fuzz.outputs import write_tables
 from rmqha.spark_fuzz.report import write_report
-from rmqha.spark_fuzz.session import spark_session
+from rmqha.spark_fuzz.session import parallelism, spark_session, stop_session
+from rmqha.spark_fuzz.stopping import exit_status, hold_signals, signal_name, stop_signals
 
 from .common import (
     MAX_SECONDS,
@@ -57,9 +59,11 @@ def register(sub: Any) -> dict[str, Handler]:
                                     "Parquet tables and an HTML report")
     stop = f.add_mutually_exclusive_group()
     stop.add_argument("--budget", type=seconds(), metavar="SECONDS",
-                      help=f"seconds of fuzzing (default {DEFAULT_BUDGET:g}; at most {MAX_SECONDS:g})")
+                      help=f"seconds of fuzzing (default {DEFAULT_BUDGET:g}; at most {MAX_SECONDS:g}); how many runs "
+                           "that is depends on the machine and its load")
     stop.add_argument("--seeds", type=seed_count_or_range, metavar="N|A-B",
-                      help="a deterministic campaign: N runs per arm from --seed-start, or A-B: the runs per arm "
+                      help="a deterministic campaign (the same runs, findings and tables on any machine and core "
+                           "count; only timings differ): N runs per arm from --seed-start, or A-B: the runs per arm "
                            "seeded A..B (--seed-start A, B-A+1 runs)")
     f.add_argument("--master", type=master_url, help="Spark master URL: local[N], local[*] (the default, embedded), "
                                                      "spark://HOST:PORT, yarn, k8s://..., mesos://...")
@@ -138,12 +142,37 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
     if not args.json:
         err.print(f"starting Spark ({escape(args.master or 'embedded local[*]')}) ...", highlight=False)
     ours = SparkSession.getActiveSession() is None  # a session we start, we stop (an embedding caller keeps its own)
-    spark = spark_session(args.master)
+    with stop_signals():  # SIGTERM and SIGHUP stop the campaign as SIGINT does
+        spark = None
+        try:
+            spark = spark_session(args.master)
+            _note_idle_cores(err, spark, opts, args.json)
+            return _campaign(args, out, spark, opts)
+        except KeyboardInterrupt as exc:  # while Spark starts or the tables are written (the campaign's own: below)
+            return _interrupted(opts, exc)
+        finally:
+            if ours and spark is not None:
+                stop_session(spark)  # the JVM, its Python workers, the scratch directory: nothing is left
+
+
+def _note_idle_cores(err: Console, spark: Any, opts: CampaignOptions, quiet: bool) -> None:
+    """A batch is ``tasks_per_batch`` tasks whatever the cores (the plan depends on the seed only): say so when a
+    session has more cores than the batches in flight can use."""
+    cores, busy = parallelism(spark), LAG * opts.settings.tasks_per_batch
+    if cores > busy and not quiet:
+        err.print(f"note: {cores} cores, at most {busy} runs at a time: raise [fuzz] tasks_per_batch to use them "
+                  "all (a different campaign)", highlight=False)
+
+
+def _interrupted(opts: CampaignOptions, exc: KeyboardInterrupt) -> int:
+    """Stopped by a signal: one line with the resume hint; 128 + the signal."""
+    hold_signals()
     try:
-        return _campaign(args, out, spark, opts)
-    finally:
-        if ours:
-            spark.stop()
+        print(f"rmqha: interrupted ({signal_name(exc)}); the same command (same --out) resumes the campaign from "
+              f"{opts.out} (and writes the tables)", file=sys.stderr, flush=True)
+    except OSError:  # SIGHUP: the terminal may be gone
+        pass
+    return exit_status(exc)
 
 
 def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: CampaignOptions) -> int:
@@ -158,11 +187,10 @@ def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: Campaign
             camp.run()
     except CampaignError as exc:
         raise UserError(str(exc)) from None
-    except KeyboardInterrupt:  # Spark's own SIGINT handler has cancelled the jobs: keep clear of the JVM now
+    except KeyboardInterrupt as exc:  # SIGINT (Spark's handler has cancelled the jobs), SIGTERM, SIGHUP: the
+        hold_signals()  # campaign has cancelled its own; keep clear of the JVM now
         write_report(camp)
-        print(f"rmqha: interrupted; the same command (same --out) resumes the campaign from {opts.out} (and "
-              "writes the tables)", file=sys.stderr)
-        return 130
+        return _interrupted(opts, exc)
     tables = write_tables(spark, camp)
     report = write_report(camp)
     summary = camp.summary() | {"tables": tables, "report": report}

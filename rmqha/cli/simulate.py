@@ -16,7 +16,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from rmqha.impl.findings import classify
+from rmqha.impl.findings import triage
 from rmqha.impl.sim.config import PROFILES, Config, config_from_dict
 from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
 from rmqha.impl.trace import ViolationRecord
@@ -123,7 +123,7 @@ def _seed_job(payload: dict[str, Any]) -> dict[str, Any]:
                 again = run_header(h, keep=False)
                 return again.violation.to_dict() if again.violation else None
 
-            out["finding"] = classify(header, v, rerun)
+            out["finding"] = triage(header, v, rerun).explained_by  # one finding, or a set: F-A+F-B
         if payload["write_traces"]:
             out["trace"] = run_header(header).text
     return out
