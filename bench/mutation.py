@@ -11,7 +11,7 @@ The mutants are never written into the repository: the package is copied, laid o
 the mutated module is compiled again), Cosmic Ray mutates the copy in place and restores it, and the campaign
 imports the kit from the copy (and checks that it did).
 
-    python bench/mutation.py --sample 160 --seed 21 --jobs 1 --out runs/mutation     # run (or resume) a session
+    python bench/mutation.py --sample 120 --seed 21 --jobs 1 --out runs/mutation     # run (or resume) a session
     python bench/mutation.py --out runs/mutation --report                            # only rewrite the report
 
 Re-running the same command continues where a killed run stopped (Cosmic Ray's session database keeps every
@@ -493,7 +493,7 @@ def _md(text: str | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    ap.add_argument("--sample", type=int, default=160, help="mutants to draw (default 160)")
+    ap.add_argument("--sample", type=int, default=120, help="mutants to draw (default 120)")
     ap.add_argument("--seed", type=int, default=21, help="seed of the stratified draw (default 21)")
     ap.add_argument("--jobs", type=int, default=1, help="mutants tested at once (default 1)")
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "mutation")
