@@ -247,10 +247,11 @@ def _import_kit(tree: Path | None) -> str:
     return where
 
 
-def _limit_cpu(seconds: int) -> None:
+def _limit_cpu(seconds: int, scratch: str) -> None:
     """Past ``seconds`` of CPU time the kernel sends SIGXCPU: report a timeout and leave at once."""
 
     def expired(signum: int, frame: Any) -> None:
+        shutil.rmtree(scratch, ignore_errors=True)
         os.write(1, (json.dumps({"outcome": "timeout", "check": "timeout", "stage": None, "seed": None,
                                  "message": f"more than {seconds} CPU seconds", "detect_s": None,
                                  "detect_steps": None}) + "\n").encode())
@@ -277,10 +278,10 @@ def main(argv: list[str] | None = None) -> int:
         args.lines = args.lines.resolve()
     for s in stages:
         parse_stage(s)
-    if args.cpu_limit:
-        _limit_cpu(args.cpu_limit)
     # A failing Hypothesis example writes its trace; keep that (and Hypothesis' own folder) out of the tree.
     scratch = tempfile.mkdtemp(prefix="rmqha-mutant-")
+    if args.cpu_limit:
+        _limit_cpu(args.cpu_limit, scratch)
     os.environ.setdefault("RMQHA_TRACE_DIR", scratch)
     os.chdir(scratch)
     try:
