@@ -73,7 +73,8 @@ class AutoSwitchHAConnection:
     def on_data(self, data: bytes) -> None:
         if self.closed:
             return
-        self.last_read_timestamp = self.host.now
+        if B.HA_READ_TIME_ON_HANDSHAKE_ONLY not in self.service.bugs:
+            self.last_read_timestamp = self.host.now
         try:
             frames = self.decoder.feed(data)
         except F.FrameError as exc:
@@ -83,6 +84,8 @@ class AutoSwitchHAConnection:
             return
         for frame in frames:
             if isinstance(frame, F.SlaveHandshake):
+                if B.HA_READ_TIME_ON_HANDSHAKE_ONLY in self.service.bugs:  # the deviation: handshakes only
+                    self.last_read_timestamp = self.host.now
                 self.slave_id = frame.slave_broker_id
                 self.sync_from_last_file = self.sync_from_last_file or frame.sync_from_last_file
                 self.async_learner = self.async_learner or frame.async_learner
