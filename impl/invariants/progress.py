@@ -257,17 +257,26 @@ def tasks_run(ctx: Context, at: Settle) -> Violated | None:
         for task in actor.periodics:
             if task.cancelled:
                 continue
-            first = task.created + task.initial
-            if first > now:
-                continue
-            due = max(first, now - task.period - allowance)
-            if task.last_start is None or task.last_start < due:
+            due = task_overdue(task.created, task.initial, task.period, task.last_start, now, allowance)
+            if due is not None:
                 last = "never" if task.last_start is None else f"last at {task.last_start} ms"
                 why = "suppressed by an exception" if task.suppressed else \
                     "its run still in progress" if task.strand.busy else "not rescheduled"
                 return violated(f"{_since(ctx, at)}: {name}'s periodic task {task.name} (every {task.period} ms) "
                                 f"has not run since {due} ms ({last}; {why})", node=name, task=task.name)
     return None
+
+
+def task_overdue(created: int, initial: int, period: int, last_start: int | None, now: int,
+                 allowance: int) -> int | None:
+    """LIVE-TASKS for one task (not cancelled) at ``now``: the time since which it should have started a run and
+    has not, or None. A task whose first run is not due yet is fine; one whose first run fell in the last period
+    plus ``allowance`` must have started it; any other must have started a run within that window."""
+    first = created + initial
+    if first > now:
+        return None
+    due = max(first, now - period - allowance)
+    return due if last_start is None or last_start < due else None
 
 
 def _since(ctx: Context, at: Settle) -> str:
