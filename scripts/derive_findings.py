@@ -12,7 +12,7 @@ A finding the random search does not reach in a practical number of seeds has a 
 ``EXPLICIT`` (seed, settings over the safe profile, explicit schedule); when the search finds no seed, that run is
 shrunk and checked the same way, and its index entry records the search that came back empty.
 
-    python scripts/derive_findings.py [--seeds 60] [--only F-ID]
+    python scripts/derive_findings.py [--seeds 60] [--only F-ID] [--budget 200]
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from rmqha.impl.sim.shrink import shrink
 from rmqha.impl.sim.tracefile import write_text
 
 STEPS = 20_000
+BUDGET = 200  # shrinking runs per finding (--budget)
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "findings"
 
@@ -128,7 +129,7 @@ def demonstrate(fid: str, cfg: Config, seed: int, schedule: list[dict], inv: str
     is no clean demonstration."""
     bugs = others(fid)
     max_time = heal if heal is not None else t + 500
-    res = shrink(cfg, seed, STEPS, bugs, schedule, inv, max_time, 200)
+    res = shrink(cfg, seed, STEPS, bugs, schedule, inv, max_time, BUDGET)
     final = run(cfg, seed, STEPS, bugs=bugs, schedule=res.schedule, max_time=max_time, profile="safe")
     fixed = run(cfg, seed, STEPS, bugs=sorted([*bugs, FINDINGS[fid].fix]), schedule=res.schedule, max_time=max_time,
                 record=False)
@@ -145,10 +146,13 @@ def demonstrate(fid: str, cfg: Config, seed: int, schedule: list[dict], inv: str
 
 
 def main() -> None:
+    global BUDGET
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=60)
     ap.add_argument("--only")
+    ap.add_argument("--budget", type=int, default=BUDGET, help="shrinking runs per finding")
     args = ap.parse_args()
+    BUDGET = args.budget
     ids = [args.only] if args.only else list(FINDINGS)
     hits: dict[str, list[tuple[int, int]]] = {}
     with ProcessPoolExecutor() as pool:

@@ -155,3 +155,24 @@ def test_simulate_turns_progress_on_for_new_runs(tmp_path: Path) -> None:
         header = json.loads(path.read_text().splitlines()[0])
         assert header["config"]["sim"].get("progress", False) is on
         assert ('"ev":"progress-check"' in path.read_text()) is on
+
+
+# ``rmqha simulate --seed N --bug NAME [--fix all]`` exits 1 with the switch's LIVE-* id: the seed of each, under the
+# generated faults (the first seed that does, searched from 1; --fix all where unfixed findings fire first)
+SIMULATE_SEEDS = {
+    B.SYNC_SKIPS_BROKER_ELECT: (22, False),
+    B.ALTER_CHECKS_OLD_SET_ALIVE: (17, True),
+    B.EXPAND_CHECKS_UNION: (10, True),
+    B.HA_READ_TIME_ON_HANDSHAKE_ONLY: (1, True),
+    B.ROUTE_CHANGE_IGNORES_ADDRESSES: (1, True),
+    B.SYNC_METADATA_TASK_DIES: (2, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIMULATE_SEEDS))
+def test_a_generated_run_catches_each_progress_switch(name: str) -> None:
+    """What ``rmqha simulate`` runs (the safe profile, progress on, 20 000 steps of random faults)."""
+    seed, fix_all = SIMULATE_SEEDS[name]
+    bugs = sorted({name, *(B.FIXES_ALL if fix_all else ())})
+    r = run(_progress(default_config("safe")), seed, 20_000, bugs=bugs, record=False)
+    assert r.violation is not None and r.violation.invariant == B.BUGS[name].invariant, r.violation
