@@ -59,12 +59,12 @@ FIX_TRUNCATE_CLEARS_FILE = "fix-truncate-clears-file"
 FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
 FIX_SYNC_DELETES_ONLY_MISSING = "fix-sync-deletes-only-missing"
 FIX_SHRINK_WAITS_FOR_CONTROLLER = "fix-shrink-waits-for-controller"
-FIX_HA_CLIENT_FOLLOWS_NEW_ADDRESS = "fix-ha-client-follows-new-address"
+FIX_SLAVE_FOLLOWS_CURRENT_MASTER = "fix-slave-follows-current-master"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
              FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES,
-             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_HA_CLIENT_FOLLOWS_NEW_ADDRESS)
+             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_SLAVE_FOLLOWS_CURRENT_MASTER)
 
 
 @dataclass(frozen=True)
@@ -310,11 +310,14 @@ BUGS: dict[str, Bug] = {
             "With local-shrink-on-disconnect (5.4.0+): a closed connection's member leaves the local SyncStateSet only "
             "when the controller accepts the shrink (setSyncStateSet, 5.3.3's rule); until then the ack set keeps "
             "it. Without that switch it changes nothing.", kind="fix"),
-        Bug(FIX_HA_CLIENT_FOLLOWS_NEW_ADDRESS, "LIVE-HA-TRANSFER", "AutoSwitchHAClient.updateHaMasterAddress",
+        Bug(FIX_SLAVE_FOLLOWS_CURRENT_MASTER, "LIVE-HA-TRANSFER",
+            "AutoSwitchHAClient.updateHaMasterAddress; AutoSwitchHAConnection (the slave's handshake)",
             "finding F-SLAVE-FOLLOWS-DEPOSED-MASTER",
-            "When a nameserver registration gives the slave a new HA master address while it holds (or opens) a "
-            "connection to the old one, the client closes it and connects to the new address at once, instead of "
-            "only waking its loop (which reconnects only once the connection breaks).", kind="fix"),
+            "A broker that is not master refuses a slave's HA handshake (closes the connection), so a slave never "
+            "replicates from a deposed master; and when a nameserver registration gives the slave a new HA master "
+            "address while it holds (or opens) a connection to the old one, the client closes it and connects to "
+            "the new address at once, instead of only waking its loop (which reconnects only once the connection "
+            "breaks).", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas: an unclean master may lack acknowledged messages)",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

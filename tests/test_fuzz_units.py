@@ -88,7 +88,7 @@ def test_shrink_keeps_the_invariant_and_replays():
     v = violation_of(h)
     inv = B.BUGS["transfer-crosses-epoch"].invariant
     assert v is not None and v["invariant"] == inv
-    budget = 25  # with fix-ha-client-follows-new-address among the fixes, ddmin's first 20 candidates all pass
+    budget = 25  # with fix-slave-follows-current-master among the fixes, ddmin's first 20 candidates all pass
     res = shrink_violation(h, v, budget)
     assert res["invariant"] == inv and res["replays"]
     assert res["shrunkActions"] < res["originalActions"] and res["runs"] <= budget + 1 + 2

@@ -88,7 +88,7 @@ class AutoSwitchHAClient:
     def update_ha_master_address(self, addr: str | None) -> None:
         if addr != self.master_ha_address:
             self.master_ha_address = addr
-            if addr and B.FIX_HA_CLIENT_FOLLOWS_NEW_ADDRESS in self.service.bugs and self.state != SHUTDOWN \
+            if addr and B.FIX_SLAVE_FOLLOWS_CURRENT_MASTER in self.service.bugs and self.state != SHUTDOWN \
                     and (self.conn is not None or self._connect_token is not None):
                 # the fix of F-SLAVE-FOLLOWS-DEPOSED-MASTER: leave the broker the old address names, reconnect now
                 self.host.emit({"k": "ha.client-close", "reason": f"HA master address changed to {addr}"})
