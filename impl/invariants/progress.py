@@ -249,7 +249,12 @@ def puts_succeed(ctx: Context, at: Settle) -> Violated | None:
 def tasks_run(ctx: Context, at: Settle) -> Violated | None:
     """After the heal point and its settle bound, every periodic task of every process that runs, unless the
     process cancelled it, has started a run within its period plus the longest legitimate run (so each has run
-    since the heal point): none has died or hangs."""
+    since the heal point): none has died or hangs.
+
+    The periodic tasks are the kit's ``Periodic`` (``scheduleAtFixedRate``). The other timers (``SetTimer``) are
+    loops that re-arm themselves or one-shot waits: the HA client's loop and the connections' housekeeping (what
+    LIVE-HA-TRANSFER watches), a controller group's election and heartbeat timers (LIVE-MASTER), the store's flush
+    and dispatch, RPC timeouts and sleeps."""
     world = ctx.world
     now = world.now
     allowance = periodic_allowance(at.timeouts)
