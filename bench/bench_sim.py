@@ -5,7 +5,9 @@ faults, every finding's fix on so that runs last their full length. Four modes o
 process, so that the figures compare like with like:
 
 * ``bare``      -- no invariant checking, no trace: the cost of the core and the simulator alone (the baseline);
-* ``checked``   -- every invariant after every step (what a fuzz campaign runs);
+* ``checked``   -- every invariant after every step, no settle tail (``[sim] progress`` off);
+* ``settled``   -- checked, then the settle tail and the progress invariants (``[sim] progress``: what new runs of
+  ``rmqha simulate`` and ``rmqha fuzz`` do); it simulates more seconds per run, the tail's;
 * ``traced``    -- checked, and the trace hashed but not kept (what ``--seeds`` triage re-runs do);
 * ``recorded``  -- checked, and the trace kept in memory (what ``rmqha simulate --trace`` does).
 
@@ -74,6 +76,8 @@ _clock = CLOCKS["wall"]
 
 def _one(mode: str, seed: int, steps: int, profile: str = "safe") -> tuple[float, int, int]:
     cfg = default_config(profile)
+    if mode == "settled":  # a kit before [sim] progress has no such setting: the row is then ``checked`` again
+        cfg.sim.progress = True
     bugs = sorted(B.FIXES_ALL)
     t0 = _clock()
     if mode == "bare":
@@ -81,7 +85,7 @@ def _one(mode: str, seed: int, steps: int, profile: str = "safe") -> tuple[float
         sim.run()
         sim_ms, n = sim.now, sim.step
     else:
-        r = run(cfg, seed, steps, bugs=bugs, record=mode != "checked", keep=mode == "recorded")
+        r = run(cfg, seed, steps, bugs=bugs, record=mode not in ("checked", "settled"), keep=mode == "recorded")
         if r.violation is not None:
             raise SystemExit(f"seed {seed}: {r.violation.invariant} at step {r.steps}; pick other seeds")
         sim_ms, n = r.sim_time, r.steps
@@ -168,7 +172,7 @@ def main() -> int:
     _clock = CLOCKS[args.clock]
     a, _, b = args.seeds.partition("-")
     seeds = list(range(int(a), int(b or a) + 1))
-    modes = ("bare", "checked", "traced", "recorded")
+    modes = ("bare", "checked", "settled", "traced", "recorded")
     profiles = ["safe", *(p for p in args.profile if p != "safe")]
     rows = [(None, p, m) for p in profiles for m in modes]
     tmp = tempfile.TemporaryDirectory(prefix="bench-against-") if args.against else None

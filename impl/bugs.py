@@ -20,6 +20,13 @@ ALTER_SKIP_SSS_EPOCH_CHECK = "alter-skip-sss-epoch-check"
 ELECT_IGNORES_LIVENESS = "elect-ignores-liveness"
 TRANSFER_CROSSES_EPOCH = "transfer-crosses-epoch"
 CONSISTENT_POINT_USES_MAX = "consistent-point-uses-max"
+# bug switches of the progress invariants (LIVE-*): each a slip that leaves a state a fault made for good
+SYNC_SKIPS_BROKER_ELECT = "sync-skips-broker-elect"
+ALTER_CHECKS_OLD_SET_ALIVE = "alter-checks-old-set-alive"
+EXPAND_CHECKS_UNION = "expand-checks-union"
+HA_READ_TIME_ON_HANDSHAKE_ONLY = "ha-read-time-on-handshake-only"
+ROUTE_CHANGE_IGNORES_ADDRESSES = "route-change-ignores-addresses"
+SYNC_METADATA_TASK_DIES = "sync-metadata-task-dies"
 
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
@@ -52,11 +59,12 @@ FIX_TRUNCATE_CLEARS_FILE = "fix-truncate-clears-file"
 FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
 FIX_SYNC_DELETES_ONLY_MISSING = "fix-sync-deletes-only-missing"
 FIX_SHRINK_WAITS_FOR_CONTROLLER = "fix-shrink-waits-for-controller"
+FIX_SLAVE_FOLLOWS_CURRENT_MASTER = "fix-slave-follows-current-master"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
              FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES,
-             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER)
+             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_SLAVE_FOLLOWS_CURRENT_MASTER)
 
 
 @dataclass(frozen=True)
@@ -117,6 +125,46 @@ BUGS: dict[str, Bug] = {
             "synthetic",
             "The consistent point of the latest shared epoch is the larger of the two ends instead of the smaller, "
             "so a slave keeps a divergent tail the master does not have."),
+        Bug(SYNC_SKIPS_BROKER_ELECT, "LIVE-MASTER",
+            "ReplicasManager.schedulingSyncBrokerMetadata (the else branch: brokerElect when the controller names no "
+            "master)",
+            "synthetic (the one path that asks for an election once the controller's own attempts found no live "
+            "member of the SyncStateSet)",
+            "A broker whose periodic metadata sync finds a higher masterEpoch with no master waits for a notification "
+            "instead of asking to be elected (brokerElect), so a set whose controller-triggered election failed "
+            "(electMaster with no live SyncStateSet member: master null) stays without a master once its members "
+            "are back."),
+        Bug(ALTER_CHECKS_OLD_SET_ALIVE, "LIVE-SSS-NO-DEAD",
+            "ReplicasInfoManager.alterSyncStateSet (check 6: every member of the new SyncStateSet is alive)",
+            "synthetic (the loop over the wrong set: syncStateInfo.getSyncStateSet() for newSyncStateSet)",
+            "alterSyncStateSet checks that every member of the *current* SyncStateSet exists and is alive instead of "
+            "every member of the new one, so the shrink that removes a dead member is refused, and so is every "
+            "proposal after it: a broker that dies stays in the SyncStateSet for good."),
+        Bug(EXPAND_CHECKS_UNION, "LIVE-SSS-CATCHUP",
+            "AutoSwitchHAService.maybeExpandInSyncStateSet (its first check: the slave already in the set)",
+            "synthetic (getSyncStateSet, the ack set, for getLocalSyncStateSet, the confirmed one)",
+            "The expansion skips a slave that is in the ack set (local ∪ the proposal in flight) rather than in the "
+            "confirmed set, so once a proposal that adds it fails (the controller unreachable), nothing proposes it "
+            "again: the flag stays set and the slave, caught up, stays out of the SyncStateSet."),
+        Bug(HA_READ_TIME_ON_HANDSHAKE_ONLY, "LIVE-HA-TRANSFER",
+            "AutoSwitchHAConnection.HAServerReader (lastReadTimestamp, read by the haHousekeepingInterval check)",
+            "synthetic (the timestamp refreshed in the handshake branch of processReadEvent only)",
+            "The master's end of an HA connection refreshes its last-read time on the slave's handshake only, not on "
+            "its acks, so housekeeping closes every connection haHousekeepingInterval after its handshake and the "
+            "slave reconnects 5 s later: a close-and-reconnect loop."),
+        Bug(ROUTE_CHANGE_IGNORES_ADDRESSES, "LIVE-PUTS",
+            "MQClientInstance.updateTopicRouteInfoFromNameServer (TopicRouteData.topicRouteDataChanged)",
+            "synthetic (the sorted BrokerData compared by compareTo, which reads brokerName only, for equals, which "
+            "reads brokerAddrs too)",
+            "The producer takes a route lookup as unchanged when it names the same broker set, whatever its master's "
+            "address, so it keeps its first route: after a failover every send goes to the deposed master (refused, "
+            "or timed out when it is dead) and no put succeeds again."),
+        Bug(SYNC_METADATA_TASK_DIES, "LIVE-TASKS",
+            "ReplicasManager.schedulingSyncBrokerMetadata (scheduleAtFixedRate; its catch (Exception))",
+            "synthetic (the generic catch dropped: only MQBrokerException is caught)",
+            "A metadata sync whose getReplicaInfo call fails (the controller unreachable: a RemotingTimeoutException) "
+            "throws out of the scheduled task, and scheduleAtFixedRate suppresses every later run: the broker no "
+            "longer learns role changes it was not notified of."),
         Bug(CLIENT_ACKS_ANNOUNCED_BODY, "HA-ACK-BOUND",
             "AutoSwitchHAClient.HAClientReader.processReadResult / reportSlaveMaxOffset",
             "synthetic (a reader that trusts a frame's header before its body is in: reachable only when frames "
@@ -228,7 +276,9 @@ BUGS: dict[str, Bug] = {
             "finding F-EPOCH-EQ-SPLICE (docs/findings; related upstream PR #9942, after 5.3.3)",
             "An entry whose start equals the last entry's start and whose epoch is greater replaces that last entry "
             "(its epoch holds no bytes) instead of being rejected; an HA connection whose transfer epoch was replaced "
-            "follows the entry that now covers its position.", kind="fix"),
+            "follows the entry that now covers its position; a slave's handshake takes an entry its master replaced "
+            "as consistent up to its start (findConsistentPoint), so a deposed master whose last epoch the new master "
+            "replaced can still sync (without it, no shared epoch: the handshake fails for good).", kind="fix"),
         Bug(FIX_TRANSFER_CHECKS_LOG_END, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
             "finding F-TRANSFER-NEGATIVE-BATCH (a hole in upstream PR #9690)",
             "Before a batch, a connection whose position lies past the commit log's end or past the end of its "
@@ -260,6 +310,14 @@ BUGS: dict[str, Bug] = {
             "With local-shrink-on-disconnect (5.4.0+): a closed connection's member leaves the local SyncStateSet only "
             "when the controller accepts the shrink (setSyncStateSet, 5.3.3's rule); until then the ack set keeps "
             "it. Without that switch it changes nothing.", kind="fix"),
+        Bug(FIX_SLAVE_FOLLOWS_CURRENT_MASTER, "LIVE-HA-TRANSFER",
+            "AutoSwitchHAClient.updateHaMasterAddress; AutoSwitchHAConnection (the slave's handshake)",
+            "finding F-SLAVE-FOLLOWS-DEPOSED-MASTER",
+            "A broker that is not master refuses a slave's HA handshake (closes the connection), so a slave never "
+            "replicates from a deposed master; and when a nameserver registration gives the slave a new HA master "
+            "address while it holds (or opens) a connection to the old one, the client closes it and connects to "
+            "the new address at once, instead of only waking its loop (which reconnects only once the connection "
+            "breaks).", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas: an unclean master may lack acknowledged messages)",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

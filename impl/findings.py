@@ -114,6 +114,13 @@ FINDINGS: dict[str, Finding] = {
                 "AutoSwitchHAService.removeConnection (5.4.0+: the local SyncStateSet shrunk under the write lock "
                 "when the connection closes, besides the proposal)",
                 "introduced by apache/rocketmq PR #9897 (5.4.0, 5.5.0); new", needs=(B.LOCAL_SHRINK_ON_DISCONNECT,)),
+        Finding("F-SLAVE-FOLLOWS-DEPOSED-MASTER",
+                "A slave that registered with the nameserver before its new master keeps replicating from the deposed "
+                "master, now a slave, for good, and never rejoins the SyncStateSet",
+                ("LIVE-HA-TRANSFER", "LIVE-SSS-CATCHUP"), B.FIX_SLAVE_FOLLOWS_CURRENT_MASTER,
+                "AutoSwitchHAClient.updateHaMasterAddress (only wakes the loop) + BrokerController."
+                "handleRegisterBrokerResult (the HA address from the nameserver's answer) + AutoSwitchHAService "
+                "(every broker accepts HA connections and serves its log, whatever its role)", "new"),
     ]
 }
 

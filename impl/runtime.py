@@ -9,7 +9,10 @@ RocketMQ code is threads, blocking RPCs and monitors. The core mirrors that shap
 runs a generator that yields ``Call`` (a blocking ``invokeSync`` with a timeout; it resumes with the response,
 or ``None`` on timeout or failure), ``Sleep`` and ``Acquire``/``Release`` of a ``Monitor`` (``synchronized``).
 An ``Executor`` is a single-threaded executor (jobs one at a time, in order); ``Periodic`` is
-``scheduleAtFixedRate`` (a run never overlaps the previous one; a late run starts as soon as it ends).
+``scheduleAtFixedRate`` (a run never overlaps the previous one; a late run starts as soon as it ends; a run that
+raises ``TaskFailed`` suppresses every later run, as ``ScheduledThreadPoolExecutor`` does with a task that throws).
+Each actor lists its periodic tasks (``Actor.periodics``) with when each was scheduled and last started a run: the
+progress invariant LIVE-TASKS reads them.
 """
 
 from __future__ import annotations
@@ -181,6 +184,12 @@ a ``T``."""
 Job = Steps[None]
 
 
+class TaskFailed(Exception):
+    """An exception out of a periodic task's run that nothing catches: ``scheduleAtFixedRate`` suppresses every
+    later run of the task (``ScheduledFutureTask.runAndReset`` returns false). Raised only by bug switches that
+    take away a ``try``/``catch`` RocketMQ has."""
+
+
 class Monitor:
     """A reentrant Java monitor; waiters are woken in arrival order."""
 
@@ -195,7 +204,7 @@ class Monitor:
 class Strand:
     """One Java thread running one job at a time."""
 
-    __slots__ = ("actor", "gen", "name", "on_idle", "rpc")
+    __slots__ = ("actor", "gen", "name", "on_idle", "periodic", "rpc")
 
     def __init__(self, actor: Actor, name: str) -> None:
         self.actor = actor
@@ -203,6 +212,7 @@ class Strand:
         self.gen: Job | None = None
         self.rpc: int | None = None
         self.on_idle: Callable[[], None] | None = None
+        self.periodic: Periodic | None = None  # the periodic task this strand runs, if any
 
     @property
     def busy(self) -> bool:
@@ -244,31 +254,43 @@ class Executor:
 
 
 class Periodic:
-    """``scheduleAtFixedRate(job, initialDelay, period)``; ``cancel`` stops future runs."""
+    """``scheduleAtFixedRate(job, initialDelay, period)``; ``cancel`` stops future runs. A run that raises
+    ``TaskFailed`` suppresses the task (``suppressed``): it never runs again, though nothing cancelled it."""
 
     def __init__(self, actor: Actor, name: str, initial: int, period: int, job: Callable[[], Job]) -> None:
         self.actor = actor
+        self.name = name
         self.strand = Strand(actor, name)
+        self.strand.periodic = self
+        self.initial = initial
         self.period = period
         self.job = job
         self.cancelled = False
+        self.suppressed = False
         self.overdue = False
+        self.created = actor.now
+        self.last_start: int | None = None  # when the last run started (None: not yet)
         self.strand.on_idle = self._idle
+        actor.periodics.append(self)
         actor.after(initial, self._tick)
 
     def _tick(self) -> None:
-        if self.cancelled:
+        if self.cancelled or self.suppressed:
             return
         self.actor.after(self.period, self._tick)
         if self.strand.busy:
             self.overdue = True
         else:
-            self.strand.start(self.job())
+            self._run()
 
     def _idle(self) -> None:
-        if self.overdue and not self.cancelled:
+        if self.overdue and not self.cancelled and not self.suppressed:
             self.overdue = False
-            self.strand.start(self.job())
+            self._run()
+
+    def _run(self) -> None:
+        self.last_start = self.actor.now
+        self.strand.start(self.job())
 
     def cancel(self) -> None:
         self.cancelled = True
@@ -289,6 +311,7 @@ class Actor:
         self._timers: dict[int, Callable[[], None]] = {}
         self._rpc: dict[int, tuple[Strand, int]] = {}  # opaque -> (waiting strand, timeout timer)
         self.halted = False  # the process is dead: none of its strands runs again (see ``halt``)
+        self.periodics: list[Periodic] = []  # its scheduled tasks, in the order they were scheduled
 
     def start(self) -> None:
         """The process starts: each kind of node arms its first timers and sends its first requests here."""
@@ -367,6 +390,13 @@ class Actor:
                 self._release_all(strand)
                 if strand.on_idle is not None:
                     strand.on_idle()
+                return
+            except TaskFailed:
+                strand.gen = None
+                self._release_all(strand)
+                if strand.periodic is None:
+                    raise
+                strand.periodic.suppressed = True
                 return
             value = None
             if isinstance(op, Call):

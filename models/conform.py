@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqha.impl import bugs as B
-from rmqha.impl.invariants import BY_ID, Checker, Coverage
+from rmqha.impl.invariants import BY_ID, Checker, Coverage, Settle
 from rmqha.impl.observations import Observation
 from rmqha.impl.sim.abstraction import brokers_state, controller_part, controller_view, id_index, mask
 from rmqha.impl.sim.config import ConfigError, config_from_dict
@@ -176,6 +176,10 @@ class Validator:
             self.inner.after_step(obs)
         if self.report.divergence is not None and self.sim.violation is None:
             self.sim.violation = _STOP
+
+    def check_progress(self, ids: list[str], at: Settle) -> None:
+        if self.inner is not None:
+            self.inner.check_progress(ids, at)
 
     def _abstract(self, obs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The abstraction after this step, recomputing only what the step could have changed."""

@@ -9,6 +9,13 @@ Every catalogue invariant is an ``@invariant`` named ``inv_<ID>`` (dashes as und
 already evaluates the whole catalogue after every simulator step and stops the run at the first violation;
 each ``inv_*`` method fails when the run stopped on its id, so Hypothesis reports (and shrinks) by invariant.
 
+The progress invariants (LIVE-*) say that something eventually happens, which no step-by-step ``@invariant`` can
+express. A suite with ``[sim] progress`` settles at teardown instead, as Jepsen's checks do after their final
+heal: every partition heals, every paused broker resumes, a crashed controller restarts (a crashed broker stays
+down: the LIVE-* checks take it for dead), then the simulation runs its settle tail (``impl/sim/settle.py``) and
+checks each progress invariant at the heal point plus its settle bound. A violation there fails the example like
+any other; its trace (schedule and heals, fault phase ending where the rules did) replays with ``rmqha replay``.
+
 ``machine_for(suite)`` builds the machine class of one suite (``suites.py``): the configuration, bug and
 fix switches, power-loss crashes and the rules in focus are fixed per suite; node names come from its cluster
 size. A broker argument is a name or a role (``master``, ``slave``) resolved when the rule runs; the schedule
@@ -138,6 +145,8 @@ class ClusterMachine(RuleBasedStateMachine):
         self.rules_run = 0
         self.sent = 0  # messages handed to the producer (its keys are p1-1, p1-2, ...)
         self.next_pid = 0
+        self.settle_actions = 0  # actions teardown's settle added (heals, resumes, restarts): not the rules'
+        self.settled = False  # the settle tail ran: the run took every event up to ``t`` before it
         self.reported = False
         self.sim_seconds = 0.0  # wall time spent running the simulator (for ConformTally; never read by a run)
 
@@ -279,6 +288,7 @@ class ClusterMachine(RuleBasedStateMachine):
     # ---------------------------------------------------------------------------------- checks
 
     def teardown(self) -> None:
+        self._settle()
         tally = type(self).conform
         if tally is not None and self.sim is not None and self.sim.violation is None:
             self._validate(tally)
@@ -288,10 +298,32 @@ class ClusterMachine(RuleBasedStateMachine):
             event(label, "0" if n == 0 else "1" if n == 1 else "2+")
             target(float(n), label=label)
 
+    def _settle(self) -> None:
+        """With ``[sim] progress``: heal what the rules left (not a crashed broker: it is dead), run the settle tail
+        and fail the example on the first progress invariant that does not hold."""
+        sim = self.sim
+        if sim is None or sim.violation is not None or not sim.cfg.sim.progress:
+            return
+        end = self.t
+        heals = [{"do": "heal", "id": pid} for pid in sorted(sim.partitions)]
+        heals += [{"do": "resume", "node": n} for n in sorted(sim.paused)]
+        heals += [{"do": "restart", "node": n} for n in [*sim.controllers, sim.nameserver] if not sim.is_up(n)]
+        for a in heals:
+            self._act(**a)
+        self.settle_actions = len(heals)
+        self.settled = True
+        t0 = time.perf_counter()
+        sim.settle(end)
+        self.sim_seconds += time.perf_counter() - t0
+        v = sim.violation
+        if v is not None and currently_in_test_context():
+            self._fails(v.invariant)
+
     def _validate(self, tally: ConformTally) -> None:
         """Trace validation of this example: its explicit schedule re-run step by step against the model."""
         s = self.suite
-        report = validate(header(s.config, self.seed, MAX_STEPS, list(s.bugs), self.schedule, self.t, s.disabled))
+        report = validate(header(s.config, self.seed, MAX_STEPS, list(s.bugs), self.schedule, self._ran_before(),
+                                 s.disabled))
         tally.examples += 1
         tally.sim_seconds += self.sim_seconds
         tally.validate_seconds += report.seconds
@@ -312,8 +344,12 @@ class ClusterMachine(RuleBasedStateMachine):
         raise VIOLATED[inv_id](f"{inv_id} violated at step {v.step}, t={v.time} ms: {v.message}"
                              + (f" (trace: {path}; replay: rmqha replay {path})" if path else ""))
 
+    def _ran_before(self) -> int:
+        """The run took every event before this time before its settle tail, if it had one."""
+        return self.t + 1 if self.settled else self.t
+
     def _rule_actions(self) -> int:
-        return len(self.schedule) - (1 if self.suite.prime else 0)
+        return len(self.schedule) - (1 if self.suite.prime else 0) - self.settle_actions
 
     def _report(self, v: Violation) -> str | None:
         """On the example Hypothesis reports (the shrunk one), write its trace and note how to replay it."""
@@ -323,8 +359,8 @@ class ClusterMachine(RuleBasedStateMachine):
             return None
         self.reported = True
         s = self.suite
-        written = write_failure(s.name, header(s.config, self.seed, MAX_STEPS, list(s.bugs), self.schedule, self.t,
-                                               s.disabled), v)
+        written = write_failure(s.name, header(s.config, self.seed, MAX_STEPS, list(s.bugs), self.schedule,
+                                               self._ran_before(), s.disabled), v)
         type(self).last_failure = Failure(v.invariant, self.rules_run, self._rule_actions(), self.t, str(written.path))
         if currently_in_test_context():
             note(f"trace of this example: {written.path}")

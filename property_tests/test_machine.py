@@ -58,14 +58,19 @@ def test_rule_names_and_invariant_methods():
 
 
 def test_a_driven_run_is_the_run_of_its_schedule():
+    """The rules, then teardown's settle (the safe suite checks the progress invariants): the whole driven run is the
+    run of its schedule, the fault phase ending where the rules did and the settle tail after it."""
     m = machine_for(SAFE)()
     _drive(m)
     assert m.sim is not None and m.sim.violation is None
+    fault_phase = m.sim.step
+    m.teardown()
+    assert m.sim.violation is None and m.settled and m.sim.step > fault_phase
     assert [a["t"] for a in m.schedule] == sorted(a["t"] for a in m.schedule)
     assert {a["do"] for a in m.schedule} >= {"produce", "partition", "heal", "slow-commit", "net", "break-ha",
                                              "pause", "resume", "slow-dispatch", "crash", "restart", "admin-elect"}
-    again = run_header(header(SAFE.config, m.seed, MAX_STEPS, list(SAFE.bugs), m.schedule, m.t, SAFE.disabled),
-                       keep=False)
+    again = run_header(header(SAFE.config, m.seed, MAX_STEPS, list(SAFE.bugs), m.schedule, m._ran_before(),
+                              SAFE.disabled), keep=False)
     assert again.violation is None
     assert (again.steps, again.sim_time) == (m.sim.step, m.sim.now)
     assert m.checker is not None and m.checker.counts()["election"] >= 2

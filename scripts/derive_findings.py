@@ -5,11 +5,14 @@ the finding explains (with its own fix the violation is gone); take the earliest
 by delta debugging, check that the shrunk run still fails and is clean with the fix, and write its trace and
 an index (docs/findings/index.json) that tests/test_findings.py replays.
 
+A finding of a progress invariant (LIVE-*) is searched with the settle tail on (``[sim] progress``); its explicit
+runs end their fault phase at the heal point of the run they came from, so the tail starts where it did.
+
 A finding the random search does not reach in a practical number of seeds has a hand-written starting point in
 ``EXPLICIT`` (seed, settings over the safe profile, explicit schedule); when the search finds no seed, that run is
 shrunk and checked the same way, and its index entry records the search that came back empty.
 
-    python scripts/derive_findings.py [--seeds 60] [--only F-ID]
+    python scripts/derive_findings.py [--seeds 60] [--only F-ID] [--budget 200]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from rmqha.impl.sim.shrink import shrink
 from rmqha.impl.sim.tracefile import write_text
 
 STEPS = 20_000
+BUDGET = 200  # shrinking runs per finding (--budget)
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "docs" / "findings"
 
@@ -64,6 +68,7 @@ SEARCH_CONFIG: dict[str, dict] = {
     "F-TOPIC-CONFIG-LOST-ON-FAILOVER": {"workload": {"queues": 4, "topic_config": True},
                                         "faults": {"weights": {"expand-queues": 2.0}}},
     "F-SYNC-DELETES-EVERY-TOPIC": {"workload": {"queues": 4, "topic_config": True, "other_topics": 2000}},
+    "F-SLAVE-FOLLOWS-DEPOSED-MASTER": {"sim": {"progress": True}},
 }
 
 
@@ -87,6 +92,11 @@ def probe(args: tuple[str, int]) -> tuple[str, int, int | None]:
     return fid, seed, r.violation.step if explained else None
 
 
+def heal_point(lines: list[dict]) -> int | None:
+    """The heal point of a run with the settle tail (its ``settle`` step), or None."""
+    return next((x["t"] for x in lines if x.get("ev") == "settle" and "healed" in x), None)
+
+
 def derive(fid: str, seeds: list[int]) -> dict:
     cfg = search_config(fid)
     bugs = others(fid)
@@ -94,7 +104,7 @@ def derive(fid: str, seeds: list[int]) -> dict:
         r = run(cfg, seed, STEPS, bugs=bugs)
         lines = [json.loads(x) for x in r.text.splitlines()[1:-1]]
         schedule = [{k: v for k, v in a.items() if k != "fault"} for a in explicit_from_trace(lines)]
-        entry = demonstrate(fid, cfg, seed, schedule, r.violation.invariant, r.violation.time)
+        entry = demonstrate(fid, cfg, seed, schedule, r.violation.invariant, r.violation.time, heal_point(lines))
         if entry is not None:
             return entry
     raise SystemExit(f"{fid}: no usable seed")
@@ -112,12 +122,14 @@ def derive_explicit(fid: str) -> dict:
     return entry
 
 
-def demonstrate(fid: str, cfg: Config, seed: int, schedule: list[dict], inv: str, t: int) -> dict | None:
-    """Shrink ``schedule`` (which fails ``inv`` at ``t``), check that the shrunk run fails without the fix and is
-    clean with it, write its trace; the index entry, or None if it is no clean demonstration."""
+def demonstrate(fid: str, cfg: Config, seed: int, schedule: list[dict], inv: str, t: int,
+                heal: int | None = None) -> dict | None:
+    """Shrink ``schedule`` (which fails ``inv`` at ``t``; a progress invariant: after the heal point ``heal``), check
+    that the shrunk run fails without the fix and is clean with it, write its trace; the index entry, or None if it
+    is no clean demonstration."""
     bugs = others(fid)
-    max_time = t + 500
-    res = shrink(cfg, seed, STEPS, bugs, schedule, inv, max_time, 200)
+    max_time = heal if heal is not None else t + 500
+    res = shrink(cfg, seed, STEPS, bugs, schedule, inv, max_time, BUDGET)
     final = run(cfg, seed, STEPS, bugs=bugs, schedule=res.schedule, max_time=max_time, profile="safe")
     fixed = run(cfg, seed, STEPS, bugs=sorted([*bugs, FINDINGS[fid].fix]), schedule=res.schedule, max_time=max_time,
                 record=False)
@@ -134,10 +146,13 @@ def demonstrate(fid: str, cfg: Config, seed: int, schedule: list[dict], inv: str
 
 
 def main() -> None:
+    global BUDGET
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=60)
     ap.add_argument("--only")
+    ap.add_argument("--budget", type=int, default=BUDGET, help="shrinking runs per finding")
     args = ap.parse_args()
+    BUDGET = args.budget
     ids = [args.only] if args.only else list(FINDINGS)
     hits: dict[str, list[tuple[int, int]]] = {}
     with ProcessPoolExecutor() as pool:

@@ -27,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from rmqha.impl.invariants import Checker, Coverage
+from rmqha.impl.invariants import Checker, Coverage, Settle
 from rmqha.impl.observations import Observation
 from rmqha.impl.sim.abstraction import abstract_state
 from rmqha.impl.sim.world import Simulation
@@ -77,6 +77,9 @@ class CoverageProbe:
     @property
     def coverage(self) -> Coverage:
         return self.inner.coverage
+
+    def check_progress(self, ids: list[str], at: Settle) -> None:
+        self.inner.check_progress(ids, at)
 
     def after_step(self, obs: list[Observation]) -> None:
         self.inner.after_step(obs)

@@ -10,13 +10,13 @@
 * **Buckets**: violations are grouped by invariant id and explanation before shrinking; each bucket has up to
   ``shrinks_per_bucket`` representatives shrunk, picked in campaign order among violations whose message *shape*
   (digits and broker names masked) differs from the representatives already taken.
-* **Shrinking** (``shrink_violation``): the run's fault actions as an explicit schedule (a generated run's actions
-  are read off the run itself), bounded at 0.5 s of simulated time past the violation; first only the actions of
-  the last 3, 10, 30 or 90 s before the violation (if that still fails), then without each fault kind in turn,
-  then ddmin over the actions
-  (``impl/sim/shrink.py``), then ddmin over the links of every remaining partition, then the workload: the
-  consumer's pulls off if the run still fails without them. ``shrink_budget`` bounds the runs spent. Every
-  candidate is judged by re-running the deterministic simulator: it must fail the same invariant, no later than
+* **Shrinking** (``shrink_violation``): the run's fault actions as an explicit schedule (a generated run's actions are
+  read off the run itself), bounded at 0.5 s of simulated time past the violation (a progress invariant's, at the
+  run's heal point: the violation's time less its settle bound, where the settle tail starts); first only the actions
+  of the last 3, 10, 30 or 90 s before the violation (if that still fails), then without each fault kind in turn, then
+  ddmin over the actions (``impl/sim/shrink.py``), then ddmin over the links of every remaining partition, then the
+  workload: the consumer's pulls off if the run still fails without them. ``shrink_budget`` bounds the runs spent.
+  Every candidate is judged by re-running the deterministic simulator: it must fail the same invariant, no later than
   the original run did.
 * **Signature**: the invariant and, for each remaining fault action of the shrunk trace, its verb and the roles
   (master, slave, down, no role, controller) of the nodes it touches at that moment. A finding's unique key is the
@@ -37,9 +37,12 @@ from typing import Any
 
 from rmqha.impl import bugs as B
 from rmqha.impl.findings import FINDINGS, classify, explanation, fix_set, gone, in_play
+from rmqha.impl.invariants import BY_ID
+from rmqha.impl.invariants.settle import total
 from rmqha.impl.sim.actions import Action, as_actions
-from rmqha.impl.sim.config import config_from_dict
+from rmqha.impl.sim.config import Config, config_from_dict
 from rmqha.impl.sim.runner import header_for, run_header
+from rmqha.impl.sim.settle import timeouts
 from rmqha.impl.sim.shrink import ddmin, fails
 from rmqha.impl.trace import ViolationRecord, parse
 from rmqha.models.conform import outside_model, validate
@@ -196,6 +199,15 @@ def _kinds_pass(schedule: list[Action], check: Any) -> tuple[list[Action], int]:
     return schedule, runs
 
 
+def fault_phase_end(cfg: Config, violation: Mapping[str, Any]) -> int:
+    """Where a shrunk run's fault phase ends: just past the violation, or for a progress invariant (LIVE-*,
+    checked at the heal point plus its settle bound) at the heal point, so that its settle tail starts there."""
+    inv = BY_ID.get(str(violation["invariant"]))
+    if inv is not None and inv.settle is not None:
+        return int(violation["t"]) - total(inv.settle(timeouts(cfg)))
+    return int(violation["t"]) + 500
+
+
 def shrink_violation(header: dict[str, Any], violation: Mapping[str, Any], budget: int) -> dict[str, Any]:
     """Shrink a failing run; returns the minimal header, its trace, signature and the checks (see module doc)."""
     cfg = config_from_dict(header["config"])
@@ -207,13 +219,13 @@ def shrink_violation(header: dict[str, Any], violation: Mapping[str, Any], budge
         actions = _strip(probed_run(header, want_actions=True).actions)
     else:
         actions = _strip(header["faults"]["events"])
-    max_time = int(violation["t"]) + 500
+    max_time = fault_phase_end(cfg, violation)
     check = _Budget(_no_later(fails(cfg, seed, steps, bugs, inv, max_time, disabled), int(violation["step"])), budget)
     schedule = [a for a in actions if a["t"] <= max_time]
     final = header
     shrunk = check(schedule) is not None
     if shrunk:
-        small, _ = _window_pass(schedule, check, int(violation["t"]))
+        small, _ = _window_pass(schedule, check, min(int(violation["t"]), max_time))
         if len(small) > 8:
             small, _ = _kinds_pass(small, check)
         small, _ = ddmin(small, check, check.left)

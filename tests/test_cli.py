@@ -63,6 +63,10 @@ def test_bugs_and_findings_json():
 def test_config_file_overrides_a_profile(tmp_path):
     cfg = tmp_path / "c.toml"
     cfg.write_text('profile = "safe"\n[cluster]\nbrokers = 2\n[faults]\nmean_interval = 5000\n')
+    p = _rmqha("simulate", "--config", str(cfg), "--seed", "3", "--steps", "400", "--json", "--no-progress")
+    assert p.returncode in (0, 1), p.stderr
+    assert json.loads(p.stdout)["steps"] == 400  # the fault phase alone: no settle tail after it
+    cfg.write_text('profile = "safe"\n[sim]\nprogress = false\n')  # a file turns the settle tail off too
     p = _rmqha("simulate", "--config", str(cfg), "--seed", "3", "--steps", "400", "--json")
     assert p.returncode in (0, 1), p.stderr
     assert json.loads(p.stdout)["steps"] == 400

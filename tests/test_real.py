@@ -29,6 +29,7 @@ from rmqha.real import control as C
 from rmqha.real import files as F
 from rmqha.real import maven, netns
 from rmqha.real import supervisor as SV
+from rmqha.real.observe import BrokerView, ControllerView, Snapshot
 from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import create, real_config, run_id
 
@@ -120,6 +121,36 @@ def test_the_history_checks_catch_planted_violations() -> None:
     K.check_history(v, h, None, K.Files({}, {}, {}, {}, {}, []))
     assert {x["invariant"] for x in v.violations} == {"CLI-QUEUE-POSITION-STABLE", "CLI-NO-SKIP"}
     assert any("no final master" in n for n in v.notes)
+
+
+def test_the_progress_checks_catch_planted_violations() -> None:
+    """check_live on a settled run's last snapshot: the controller's master b2 (id 1) with SyncStateSet [1, 2, 3],
+    where id 3 (b3) does not answer, b1 (id 2) is behind the master's confirmOffset, and the workload's last send
+    after the last fault failed; then the same run healthy."""
+    def snap(sss: list[int], b1_max: int, b3_ok: bool) -> Snapshot:
+        ctl = ControllerView("c0", True, is_leader=True, master="b2", master_id=1, master_epoch=4, sss=sss,
+                             ids={1: "b2", 2: "b1", 3: "b3"}, alive={1: True, 2: True, 3: b3_ok})
+        brokers = {"b2": BrokerView("b2", True, broker_id=1, role="MASTER", max_offset=900, confirm_offset=900,
+                                    epochs=[(3, 0, 100), (4, 100, -1)]),
+                   "b1": BrokerView("b1", True, broker_id=2, role="SLAVE", max_offset=b1_max),
+                   "b3": BrokerView("b3", b3_ok, broker_id=3, role="SLAVE" if b3_ok else None, max_offset=900)}
+        return Snapshot(0, {"c0": ctl}, brokers)
+
+    def res(key: str, status: str, t: int) -> dict[str, Any]:
+        return {"k": "client.send-result", "key": key, "status": status, "rocketmqStatus": status, "t": t}
+
+    faults = [{"t": 100, "do": "crash", "node": "b2"}, {"t": 200, "do": "restart", "node": "b2"},
+              {"t": 900, "do": "stop-producer", "node": "p1"}]
+    bad = K.Verdict()
+    K.check_live(bad, snap([1, 2, 3], 800, False), K.History([], [res("a", "PUT_OK", 300),
+                                                                   res("b", "FLUSH_SLAVE_TIMEOUT", 400)], []), faults)
+    assert {x["invariant"] for x in bad.violations} == {"LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP", "LIVE-PUTS"}
+    good = K.Verdict()
+    K.check_live(good, snap([1, 2, 3], 900, True), K.History([], [res("a", "PUT_OK", 300)], []), faults)
+    assert good.violations == [] and {"LIVE-MASTER", "LIVE-PUTS"} <= set(good.checked)
+    none = K.Verdict()
+    K.check_live(none, None, K.History([], [], []), faults)
+    assert [x["invariant"] for x in none.violations] == ["LIVE-MASTER"]
 
 
 # ------------------------------------------------------------------------------------------- real runs

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
 from ..codes import MASTER_ID, BrokerRole, RequestCode, ResponseCode
-from ..runtime import Acquire, Call, Command, Executor, Job, Monitor, Periodic, Release, Sleep, Steps
+from ..runtime import Acquire, Call, Command, Executor, Job, Monitor, Periodic, Release, Sleep, Steps, TaskFailed
 from ..wire import (
     AlterSyncStateSetRequestHeader,
     ApplyBrokerIdRequestHeader,
@@ -421,6 +421,8 @@ class ReplicasManager:
         ask: GetReplicaInfoRequestHeader = {"brokerName": self.cfg.broker_name}
         resp = yield self._call(RequestCode.CONTROLLER_GET_REPLICA_INFO, ask)
         if resp is None:
+            if B.SYNC_METADATA_TASK_DIES in self.node.bugs:  # the deviation: nothing catches the timeout
+                raise TaskFailed("getReplicaInfo: RemotingTimeoutException")
             return
         if resp.code == ResponseCode.CONTROLLER_BROKER_METADATA_NOT_EXIST:
             yield from self._register_broker_to_controller()
@@ -440,7 +442,7 @@ class ReplicasManager:
                                            set(body.get("syncStateSet", [])))
                 else:
                     self._change_to_slave(address, new_epoch, master)
-            else:
+            elif B.SYNC_SKIPS_BROKER_ELECT not in self.node.bugs:
                 yield from self._broker_elect()
         elif new_epoch == self.master_epoch and self.is_master_state():
             self.change_sync_state_set(set(body.get("syncStateSet", [])), body.get("syncStateSetEpoch", 0))

@@ -301,7 +301,8 @@ class ReplicasInfoManager:
             return result.fail(ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
                                f"Rejecting alter syncStateSet request because the current syncStateSet epoch is:"
                                f"{{{info.sync_state_set_epoch}}}, not {{{sync_state_set_epoch}}}")
-        for replica in sorted(new_sss):  # HashSet<Long> iteration order for small ids
+        checked = info.sync_state_set if B.ALTER_CHECKS_OLD_SET_ALIVE in self.bugs else new_sss  # the deviation
+        for replica in sorted(checked):  # HashSet<Long> iteration order for small ids
             if not replicas.is_broker_exist(replica):
                 return result.fail(ResponseCode.CONTROLLER_INVALID_REPLICAS,
                                    "Rejecting alter syncStateSet request because the replicas "

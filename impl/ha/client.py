@@ -18,7 +18,9 @@ Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
   Idle writes for 5 s send a keep-alive; 20 s without reads closes the connection (READY, no wait).
 * A frame whose state differs from the client's, a failed truncation or a broken stream closes the
   connection, goes to READY and waits 5 s.
-* No master epoch is ever checked: a slave follows whatever master its HA address names (L-6).
+* No master epoch is ever checked: a slave follows whatever master its HA address names (L-6). A new HA address (a
+  nameserver registration's answer) only wakes the loop: a connection to the broker the old address names stays
+  (finding F-SLAVE-FOLLOWS-DEPOSED-MASTER; its fix switch reconnects).
 
 The invariants it keeps are HA-CONTIGUOUS, HA-TRUNCATE-PREFIX and HA-LOG-MATCHING (``impl/invariants/``).
 """
@@ -86,7 +88,15 @@ class AutoSwitchHAClient:
     def update_ha_master_address(self, addr: str | None) -> None:
         if addr != self.master_ha_address:
             self.master_ha_address = addr
-            if addr and self.state == READY and self.conn is None and self._connect_token is None:
+            if addr and B.FIX_SLAVE_FOLLOWS_CURRENT_MASTER in self.service.bugs and self.state != SHUTDOWN \
+                    and (self.conn is not None or self._connect_token is not None):
+                # the fix of F-SLAVE-FOLLOWS-DEPOSED-MASTER: leave the broker the old address names, reconnect now
+                self.host.emit({"k": "ha.client-close", "reason": f"HA master address changed to {addr}"})
+                self._connect_token = None
+                self.close_master()
+                self.state = READY
+                self._schedule(0)
+            elif addr and self.state == READY and self.conn is None and self._connect_token is None:
                 self._schedule(0)  # wakeup()
 
     # ------------------------------------------------------------------------------------ the loop
@@ -238,8 +248,9 @@ class AutoSwitchHAClient:
             local_cache = EpochFileCache()
             local_cache.init_cache_from_entries(cache.all_entries())
             local_cache.set_last_epoch_entry_end_offset(store.max_phy_offset)
-            point = local_cache.find_consistent_point(master_cache,
-                                                      larger_end=B.CONSISTENT_POINT_USES_MAX in self.service.bugs)
+            point = local_cache.find_consistent_point(
+                master_cache, larger_end=B.CONSISTENT_POINT_USES_MAX in self.service.bugs,
+                replaced=B.FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH in self.service.bugs)
             if point < 0:
                 self.host.emit({"k": "ha.no-consistent-point", "master": [list(e) for e in frame.entries],
                                 "local": [e.to_list() for e in cache.all_entries()]})

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .. import bugs as B
-from ..codes import LONG_MAX, HAConnectionState
+from ..codes import LONG_MAX, BrokerRole, HAConnectionState
 from ..store.epoch_cache import EpochEntry
 from . import frames as F
 
@@ -73,7 +73,8 @@ class AutoSwitchHAConnection:
     def on_data(self, data: bytes) -> None:
         if self.closed:
             return
-        self.last_read_timestamp = self.host.now
+        if B.HA_READ_TIME_ON_HANDSHAKE_ONLY not in self.service.bugs:
+            self.last_read_timestamp = self.host.now
         try:
             frames = self.decoder.feed(data)
         except F.FrameError as exc:
@@ -83,6 +84,13 @@ class AutoSwitchHAConnection:
             return
         for frame in frames:
             if isinstance(frame, F.SlaveHandshake):
+                if B.FIX_SLAVE_FOLLOWS_CURRENT_MASTER in self.service.bugs \
+                        and self.service.store.role != BrokerRole.SYNC_MASTER:
+                    # the fix of F-SLAVE-FOLLOWS-DEPOSED-MASTER: only a master serves its log to a slave
+                    self.close("not the master: refuses the slave's handshake")
+                    return
+                if B.HA_READ_TIME_ON_HANDSHAKE_ONLY in self.service.bugs:  # the deviation: handshakes only
+                    self.last_read_timestamp = self.host.now
                 self.slave_id = frame.slave_broker_id
                 self.sync_from_last_file = self.sync_from_last_file or frame.sync_from_last_file
                 self.async_learner = self.async_learner or frame.async_learner

@@ -221,7 +221,7 @@ class AutoSwitchHAService(HAView):
 
     def maybe_expand_in_sync_state_set(self, slave_id: int, slave_max_offset: int) -> None:
         current = self.get_local_sync_state_set()
-        if slave_id in current:
+        if slave_id in (self.get_sync_state_set() if B.EXPAND_CHECKS_UNION in self.bugs else current):
             return
         confirm = self.store.get_confirm_offset()
         if slave_max_offset >= confirm:

@@ -29,6 +29,7 @@ from ..observations import (
     ClientSeen,
     ClientSendResult,
     CtlApply,
+    HaAccept,
     HaExpand,
     HaTruncate,
     Observation,
@@ -36,9 +37,10 @@ from ..observations import (
 )
 
 # the area modules declare the invariants (imported for their registration, in catalogue order)
-from . import broker, client, controller, ha, queues, store, sync  # noqa: F401
+from . import broker, client, controller, ha, progress, queues, store, sync  # noqa: F401
 from .context import Context, Fingerprint
 from .registry import BY_ID, CATALOGUE, Invariant, Violated
+from .settle import Settle
 from .view import ClusterView
 
 # The state checks, in the order they run after a step, as chains. Within a chain the first check that finds a
@@ -85,6 +87,7 @@ class Checker(Context):
             "ha.expand": [(None, Checker._record_expand)], "ha.truncate": [(None, Checker._record_truncate)],
             "sim.crash": [(None, Checker._record_crash)], "store.truncated": [(None, Checker._record_truncated)],
             "ctl.append-timeout": [(None, Checker._record_append_timeout)],
+            "ha.accept": [(None, Checker._record_accept)],
         }
         for inv in CATALOGUE:
             if inv.id in self.enabled:
@@ -148,6 +151,18 @@ class Checker(Context):
         if ran_brokers or ran_ctl or self.acked_pending or self.seen_pending:
             self._check_across()
         self._full_recheck = False
+
+    def check_progress(self, ids: list[str], at: Settle) -> None:
+        """The progress invariants ``ids`` (their settle windows end now), in catalogue order; the first violation
+        is the run's (``ClusterView.fail``)."""
+        for inv in CATALOGUE:
+            if inv.id in ids and inv.id in self.enabled:
+                self._ref_known = False
+                self._logs = None
+                v = inv.check(self, at)
+                if v is not None:
+                    self._violated(inv.id, v)
+                    return
 
     def _run(self, chain: Chain) -> bool:
         """Run a chain's checks in order; the first violation ends it (see ``STATE_CHAINS``). True: every one held."""
@@ -259,7 +274,11 @@ class Checker(Context):
         if "queueId" in obs:
             self.queue_seen.setdefault((obs["queueId"], obs["queueOffset"]), obs["key"])
 
+    def _record_accept(self, obs: HaAccept) -> None:
+        self.ha_opened[obs["conn"]] = self.world.now
+
     def _record_send(self, obs: ClientSendResult) -> None:
+        self.send_status[obs["key"]] = obs["status"]
         if obs["status"] == "PUT_OK" and obs["key"] not in self.acked:
             self.acked[obs["key"]] = self.world.now
             self.acked_list.append(obs["key"])

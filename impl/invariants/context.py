@@ -66,6 +66,8 @@ class Context:
         self.apply_had: tuple[tuple[int, str], str] | None = None  # what was applied first at that index, by whom
         self.apply_key: tuple[int, str] | None = None  # ... and what the current apply is: (term, event JSON)
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went
+        self.send_status: dict[str, str] = {}  # producer key -> the status of its last send result
+        self.ha_opened: dict[int, int] = {}  # HA connection -> when its master side accepted it
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
         self._full_recheck = True  # every state check re-runs after this step (a fault, a new master, a crash...)
         # ----------------------------------------------------------------- memory of individual invariants

@@ -23,9 +23,14 @@ Rules:
   sees; it never calls into the cluster to change it. Its guard (when it applies at all) is its first lines.
 * The registry's order is the catalogue's: by area (``AREAS``), then in the order of declaration in its module.
   Event checks of the same observation run in that order; state checks in ``checker.STATE_CHAINS``'s.
+* A *progress* invariant (``kind="progress"``, the LIVE-* ids of ``progress.py``) is neither: it says that something
+  happens, so no single step can break it. It is checked once per run, at the end of its settle window (``settle``
+  gives its bound: ``settle.py``), as ``check(ctx, at)`` with the run's settle point ``at`` (``settle.Settle``);
+  the simulator's settle tail (``[sim] progress``) and the harnesses that settle a real run call it.
 
 ``impl/invariants/checker.py`` walks the registry after every step; the area modules (``controller.py``,
-``broker.py``, ``ha.py``, ``store.py``, ``sync.py``, ``queues.py``, ``client.py``) declare the invariants.
+``broker.py``, ``ha.py``, ``store.py``, ``sync.py``, ``queues.py``, ``client.py``, ``progress.py``) declare the
+invariants.
 """
 
 from __future__ import annotations
@@ -35,10 +40,13 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 from ..observations import OBS_KINDS, ObsKind
+from .settle import Term, Timeouts
 
 Layer = Literal["controller", "broker", "ha", "sync", "client", "store"]
 Component = Literal["controller", "brokers", "nameserver", "history"]
 COMPONENTS: tuple[Component, ...] = ("controller", "brokers", "nameserver", "history")
+Kind = Literal["safety", "progress"]
+Bound = Callable[[Timeouts], list[Term]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +79,8 @@ class Invariant:
     per_broker: bool  # a state check of one broker: check(ctx, name, log)
     check: Check
     where: str  # module.function of the check, for the docs
+    kind: Kind = "safety"  # "progress": checked once, at the heal point plus its settle bound (check(ctx, at))
+    settle: Bound | None = None  # a progress invariant's settle bound, as the stages it adds up
 
     @property
     def tla(self) -> str:
@@ -78,7 +88,7 @@ class Invariant:
         return self.id.replace("-", "_")
 
 
-AREAS = ("controller", "broker", "ha", "store", "sync", "queues", "client")
+AREAS = ("controller", "broker", "ha", "store", "sync", "queues", "client", "progress")
 """The area modules of ``impl/invariants``, in catalogue order."""
 
 CATALOGUE: list[Invariant] = []
@@ -94,13 +104,17 @@ def _statement(fn: Check) -> str:
 
 
 def invariant(inv_id: str, *, layer: Layer, source: str, exceptions: str = "", on: tuple[ObsKind, ...] = (),
-              reads: tuple[Component, ...] = (), per_broker: bool = False) -> Callable[[F], F]:
-    """Declare the invariant ``inv_id`` with the decorated function as its check (see the module's rules)."""
+              reads: tuple[Component, ...] = (), per_broker: bool = False,
+              settle: Bound | None = None) -> Callable[[F], F]:
+    """Declare the invariant ``inv_id`` with the decorated function as its check (see the module's rules); with
+    ``settle`` (its bound), a progress invariant."""
 
     def register(fn: F) -> F:
         if inv_id in BY_ID:
             raise ValueError(f"invariant {inv_id} declared twice")
-        if not on and not reads:
+        if settle is not None and (on or reads or per_broker):
+            raise ValueError(f"invariant {inv_id}: a progress invariant is checked at its settle bound, not per step")
+        if settle is None and not on and not reads:
             raise ValueError(f"invariant {inv_id}: give the observation kinds it checks (on=) or what it reads")
         unknown = [k for k in on if k not in OBS_KINDS] + [c for c in reads if c not in COMPONENTS]
         if unknown:
@@ -109,7 +123,8 @@ def invariant(inv_id: str, *, layer: Layer, source: str, exceptions: str = "", o
         if not statement:
             raise ValueError(f"invariant {inv_id}: the check's docstring states the invariant")
         inv = Invariant(inv_id, statement, source, layer, exceptions, on, reads, per_broker, fn,
-                        f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}")
+                        f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}",
+                        "progress" if settle is not None else "safety", settle)
         rank = AREAS.index(inv.where.split(".")[0])
         at = next((i for i, other in enumerate(CATALOGUE) if AREAS.index(other.where.split(".")[0]) > rank),
                   len(CATALOGUE))
@@ -120,7 +135,12 @@ def invariant(inv_id: str, *, layer: Layer, source: str, exceptions: str = "", o
     return register
 
 
+def progress_invariants() -> list[Invariant]:
+    """The progress invariants, in catalogue order."""
+    return [i for i in CATALOGUE if i.kind == "progress"]
+
+
 def catalogue_rows() -> list[dict[str, str]]:
     """The catalogue as plain rows (``rmqha invariants --json`` and the generated docs)."""
     return [{"id": i.id, "statement": i.statement, "source": i.source, "layer": i.layer, "tla": i.tla,
-             "exceptions": i.exceptions} for i in CATALOGUE]
+             "exceptions": i.exceptions, "kind": i.kind} for i in CATALOGUE]

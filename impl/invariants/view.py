@@ -12,6 +12,7 @@ from ..broker.broker import BrokerNode
 from ..broker.legacy import LegacyBrokerNode
 from ..config import MessageStoreConfig
 from ..controller.node import ControllerNode
+from ..runtime import Actor
 from ..store.disk import BrokerDisk
 
 AnyBroker = BrokerNode | LegacyBrokerNode
@@ -64,6 +65,10 @@ class ClusterView(Protocol):
 
     def ha_peer(self, conn: int) -> str | None:
         """The accepting (master) side of HA connection ``conn``."""
+        ...
+
+    def processes(self) -> dict[str, Actor]:
+        """Every process that runs (up, not paused), by node name: what LIVE-TASKS reads."""
         ...
 
     def fail(self, invariant: str, message: str, state: dict[str, Any] | None = None) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import bugs as B
 from ..codes import RequestCode, ResponseCode
 from ..rng import DetRng
 from ..runtime import Actor, Call, Command, Job, Periodic, Steps
@@ -22,9 +23,11 @@ from .config import WorkloadConfig
 
 
 class ProducerNode(Actor):
-    def __init__(self, name: str, cfg: WorkloadConfig, broker_name: str, nameserver: str, rng: DetRng) -> None:
+    def __init__(self, name: str, cfg: WorkloadConfig, broker_name: str, nameserver: str, rng: DetRng,
+                 bugs: frozenset[str] = frozenset()) -> None:
         super().__init__(name, rng)
         self.cfg = cfg
+        self.bugs = bugs
         self.broker_name = broker_name
         self.nameserver = nameserver
         self.master: str | None = None
@@ -92,6 +95,8 @@ class ProducerNode(Actor):
         resp = yield Call(self.nameserver, Command(RequestCode.GET_ROUTEINFO_BY_TOPIC, 0,
                                                    {"brokerName": self.broker_name}), 3000)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
+            if self.master is not None and B.ROUTE_CHANGE_IGNORES_ADDRESSES in self.bugs:
+                return  # the deviation: the same broker set, so "unchanged" (topicRouteDataChanged)
             addr = resp.header.get("masterAddr")
             self.master = addr.split(":")[0] if addr else None
             self.write_queues = int(resp.header.get("writeQueueNums", 0))

@@ -103,6 +103,9 @@ class SimConfig:
     """Run-level knobs."""
 
     quiet_tail: int = _sim(0, "extra fault-free time at the end of a run")
+    progress: bool = _sim(False, "end the run with a settle tail: no new fault, the last ones heal, and each progress "
+                          "invariant (LIVE-*) is checked at the heal point plus its settle bound (docs/invariants.md); "
+                          "new runs of rmqha simulate and rmqha fuzz turn it on", quiet=True)
     file_residue: bool = _sim(False, "truncation leaves the cut bytes in the mapped file until overwritten, and "
                               "recovery scans them (MappedFileQueue.truncateDirtyFiles moves positions only)",
                               quiet=True)

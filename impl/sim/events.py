@@ -88,6 +88,32 @@ class BootEvent(TypedDict):
     ev: Literal["boot"]
 
 
+class SettleEvent(TypedDict):
+    """The settle tail (``[sim] progress``): the last pending fault action has run; ``wait``: a fault's effect lasts
+    until then; else the heal point, ``healed`` or not (a partition, a paused process, a needed process down:
+    unchecked), with the brokers left ``dead``."""
+
+    ev: Literal["settle"]
+    wait: NotRequired[int]
+    healed: NotRequired[bool]
+    dead: NotRequired[list[str]]
+
+
+class ProbeEvent(TypedDict):
+    """The settle tail sends a probe message for LIVE-PUTS (``key`` null: the producer is down)."""
+
+    ev: Literal["probe"]
+    key: str | None
+
+
+class ProgressCheckEvent(TypedDict):
+    """The settle tail checks the progress invariants ``ids``, ``bound`` ms after the heal point."""
+
+    ev: Literal["progress-check"]
+    ids: list[str]
+    bound: int
+
+
 class RealEvent(TypedDict):
     """Not a simulator step: a line of a real RocketMQ run's trace (``rmqha/real/report.py``), one thing the harness
     saw of ``node`` (a client record, or the admin API's ``ctl.state`` / ``brk.state``), merged by time."""
@@ -98,6 +124,6 @@ class RealEvent(TypedDict):
 
 StepEvent = (
     MsgEvent | TimerEvent | HaChunkEvent | HaAcceptEvent | HaConnectEvent | ChannelClosedEvent | ActEvent
-    | FaultGenEvent | ResumedEvent | BootEvent | RealEvent
+    | FaultGenEvent | ResumedEvent | BootEvent | SettleEvent | ProbeEvent | ProgressCheckEvent | RealEvent
 )
 """What a step delivered."""

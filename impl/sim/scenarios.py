@@ -18,6 +18,8 @@ from .config import Config, config_from_dict, default_config
 from .scenarios_found import FOUND
 
 QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0}}
+SETTLED = {**QUIET, "sim": {"progress": True}}
+"""A quiet run that ends with the settle tail and the progress checks (the LIVE-* switches' scenarios)."""
 
 
 
@@ -193,6 +195,52 @@ SCENARIOS: dict[str, Scenario] = {
                        "and b3 die, the controller comes back and elects b1, which lacks them. Without the switch "
                        "(5.3.3) the sends wait for b1 and are not acknowledged. SYNC-SSS-HOLDS-ACKED (the precursor, "
                        "at the controller's restart) is off so the run reaches the loss."),
+        # the progress invariants' switches (LIVE-*): seed 1 boots with master b2 (id 1), slaves b3 (id 2), b1 (id 3)
+        Scenario(B.SYNC_SKIPS_BROKER_ELECT, 1, 45000,
+                 [{"t": 8000, "do": "crash", "node": "b1"}, {"t": 8000, "do": "crash", "node": "b3"},
+                  {"t": 24000, "do": "partition", "id": "cut", "links": [["b2", "ctl"], ["ctl", "b2"]]},
+                  {"t": 25000, "do": "restart", "node": "b1"}, {"t": 25000, "do": "restart", "node": "b3"},
+                  {"t": 45000, "do": "heal", "id": "cut"}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="Both slaves die; 15 s later master b2's shrink check takes its SyncStateSet down to b2 alone. "
+                       "b2 is cut from the controller, the slaves come back as its slaves but cannot be proposed; b2's "
+                       "heartbeat expires and the controller's elections find no live member: it names no master. "
+                       "Once the cut heals, b2's metadata sync sees the higher masterEpoch without a master and, with "
+                       "the switch, does not ask to be elected: the set never gets a master again (without it, b2 is "
+                       "elected at once)."),
+        Scenario(B.ALTER_CHECKS_OLD_SET_ALIVE, 1, 10000,
+                 [{"t": 8000, "do": "crash", "node": "b1"}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="Slave b1 dies for good. Master b2 proposes the SyncStateSet without it; with the switch the "
+                       "controller checks the current set's members for liveness, finds b1 dead and refuses, every "
+                       "5 s, for good."),
+        Scenario(B.EXPAND_CHECKS_UNION, 1, 25000,
+                 [{"t": 8000, "do": "break-ha", "node": "b1"},
+                  {"t": 12500, "do": "partition", "id": "cut", "links": [["b2", "ctl"], ["ctl", "b2"]]},
+                  {"t": 21500, "do": "heal", "id": "cut"}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="b1's HA connection resets and master b2 shrinks it out of the SyncStateSet; b2 is then cut "
+                       "from the controller (9 s, short of the heartbeat timeout) while b1 reconnects and acks, so the "
+                       "proposal that adds b1 fails and stays in flight. With the switch b2 sees b1 in that in-flight "
+                       "set and never proposes it again once the cut heals."),
+        Scenario(B.HA_READ_TIME_ON_HANDSHAKE_ONLY, 1, 10000,
+                 [{"t": 8000, "do": "produce", "count": 3}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="No fault: master b2's ends of the HA connections forget the slaves' acks, so housekeeping "
+                       "closes each one 20 s after its handshake and the slave reconnects 5 s later, for ever."),
+        Scenario(B.ROUTE_CHANGE_IGNORES_ADDRESSES, 1, 20000,
+                 [{"t": 8000, "do": "produce", "count": 2}, {"t": 9000, "do": "crash", "node": "b2"},
+                  {"t": 12000, "do": "restart", "node": "b2"}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="The producer routes to master b2; b2 dies, b3 is elected and b2 comes back as a slave. With "
+                       "the switch the producer takes each route lookup as unchanged (same broker set) and keeps "
+                       "sending to b2, which refuses: the probe sends after the heal both fail."),
+        Scenario(B.SYNC_METADATA_TASK_DIES, 1, 20000,
+                 [{"t": 8000, "do": "partition", "id": "cut", "links": [["b1", "ctl"], ["ctl", "b1"]]},
+                  {"t": 16000, "do": "heal", "id": "cut"}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="Slave b1 is cut from the controller for 8 s; its metadata sync times out and, with the "
+                       "switch, the exception kills the scheduled task: b1 never syncs its metadata again."),
     ]
 }
 

@@ -25,6 +25,8 @@ The network:
 
 Crashes keep what the process had on disk (``BrokerDisk``, ``ControllerDisk``); a power loss also drops
 the unflushed tail. A paused process (SIGSTOP) receives nothing until it resumes; its events then run in order.
+
+With ``[sim] progress`` a run ends with a fault-free settle tail and the progress invariants (``settle.py``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from ..config import MessageStoreConfig
 from ..controller.node import ControllerDisk, ControllerNode
 from ..controller.raft import Replication
 from ..invariants import AnyBroker, Checker, Coverage
+from ..invariants.settle import Settle
 from ..observations import Observation, SimCrash
 from ..rng import DetRng
 from ..runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe, Send, SetTimer
@@ -55,11 +58,13 @@ from .config import Config
 from .events import ChannelClosedEvent, HaChunkEvent, MsgEvent, StepEvent
 from .faults import FaultGenerator, WorldView
 from .nameserver import NameServerNode
+from .settle import CHECK, PROBE, SETTLE, SETTLE_ACT, SETTLE_GEN, Tail, effect_end
 
 CONNECT_TIMEOUT = 3000
 
-# heap event kinds
+# heap event kinds (the settle tail's, from SETTLE on: settle.py)
 MSG, TIMER, HA, HA_OPEN, HA_RESULT, CHAN, ACT, GEN, REPLAY = range(9)
+assert (ACT, GEN, REPLAY + 1) == (SETTLE_ACT, SETTLE_GEN, SETTLE)
 
 
 @dataclass
@@ -93,6 +98,8 @@ class StepChecker(Protocol):
     def coverage(self) -> Coverage: ...
 
     def after_step(self, observations: list[Observation]) -> None: ...
+
+    def check_progress(self, ids: list[str], at: Settle) -> None: ...
 
 
 @dataclass
@@ -171,6 +178,8 @@ class Simulation(WorldView):
         self._step_event: StepEvent | None = None
         self.generator: FaultGenerator | None = None
         self.explicit = schedule is not None
+        self.quiet_at = 0  # when the effect of the last fault action taken ends (settle.effect_end)
+        self.tail: Tail | None = None  # the settle tail, once it runs
         if schedule is None:
             self.generator = FaultGenerator(cfg.faults, root.fork("faults"))
             self._push(self.generator.first_time(0), GEN, None)
@@ -228,6 +237,9 @@ class Simulation(WorldView):
     def ha_peer(self, conn: int) -> str | None:
         stream = self.streams.get(conn)
         return None if stream is None else stream.b
+
+    def processes(self) -> dict[str, Actor]:
+        return {n: a for n, a in self.nodes.items() if a is not None and self.up.get(n) and n not in self.paused}
 
     def controller_node(self) -> ControllerNode | None:
         """The controller: the one node, or the serving leader of a replicated group (the highest term's)."""
@@ -301,9 +313,24 @@ class Simulation(WorldView):
 
     def run(self) -> Violation | None:
         self._loop(None)
+        if self.cfg.sim.progress and self.violation is None:
+            self.settle(self.max_time if self.max_time is not None else self.now)
         if self.recorder is not None:
             self.recorder.finish(self)
         return self.violation
+
+    def settle(self, end: int) -> Violation | None:
+        """The fault phase ended at ``end`` (``run`` calls this with ``[sim] progress``; a driver that runs the
+        simulation piece by piece calls it itself): the settle tail and the progress checks (``settle.py``)."""
+        self._loop(end + 1)
+        if self.violation is None:
+            self.tail = Tail(self, end)
+            self.tail.start()
+            self._loop(None)
+        return self.violation
+
+    def check_progress(self, ids: list[str], at: Settle) -> None:
+        self.checker.check_progress(ids, at)
 
     def run_before(self, t: int) -> Violation | None:
         """Process every event earlier than ``t`` (within ``max_steps``), stopping at a violation; the run can go
@@ -444,6 +471,13 @@ class Simulation(WorldView):
                 else:
                     self._push(action["t"], ACT, action)
             self._push(self.now + self.generator.rng.exp_ms(self.cfg.faults.mean_interval), GEN)
+        elif self.tail is not None:
+            if kind == SETTLE:
+                self.tail.on_settle(rec)
+            elif kind == PROBE:
+                self.tail.on_probe(rec)
+            elif kind == CHECK:
+                self.tail.on_check(payload[0], rec)
 
     # --------------------------------------------------------------------------------- effects
 
@@ -614,6 +648,7 @@ class Simulation(WorldView):
 
     def _act(self, a: Action) -> None:
         self.acted = True
+        self.quiet_at = max(self.quiet_at, effect_end(a))
         if self.taken is not None:
             self.taken.append(without_release(a))
         if self.generator is not None and a.get("release"):
@@ -765,7 +800,7 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
                           topic_config=cfg.workload.topic_config, other_topics=cfg.workload.other_topics,
                           topic_persist_us=cfg.workload.topic_persist_us)
     if name == "p1":
-        return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
+        return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng, bugs)
     if name == "c1":
         return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
     if name == "admin":

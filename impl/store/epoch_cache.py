@@ -11,7 +11,9 @@ Rules:
 * ``truncateSuffixByOffset`` removes entries with ``start >= offset``; it then resets the new last entry's
   end on a *copy* (QUIRK: the real last entry keeps the old end until the next append).
 * ``findConsistentPoint`` walks local entries by descending epoch; the first epoch present on both sides
-  with the same start gives ``min(local.end, other.end)``; none gives -1.
+  with the same start gives ``min(local.end, other.end)``; none gives -1. With the fix switch above, a local entry
+  the other side has replaced (it holds a greater epoch at the same start, after the same entry) gives its start:
+  the other side wrote nothing under it, so a slave whose empty epoch its new master replaced still finds a point.
 * The file (``epochFileCheckpoint``) is rewritten on every change; an empty list is never written (QUIRK).
 
 Theory: a slave and its master agree on every byte of an epoch they share from its start (HA-LOG-MATCHING),
@@ -161,12 +163,29 @@ class EpochFileCache:
     def all_entries(self) -> list[EpochEntry]:
         return [e.copy() for e in self._map.values()]
 
-    def find_consistent_point(self, compare: EpochFileCache, larger_end: bool = False) -> int:
-        """``larger_end`` is the bug switch consistent-point-uses-max (max instead of min)."""
-        for epoch in reversed(list(self._map)):
-            local = self._map[epoch]
-            other = compare.get_entry(epoch)
+    def find_consistent_point(self, compare: EpochFileCache, larger_end: bool = False,
+                              replaced: bool = False) -> int:
+        """``larger_end`` is the bug switch consistent-point-uses-max (max instead of min); ``replaced`` the fix
+        switch fix-epoch-eq-replaces-empty-epoch (an entry the other side replaced ends at its start)."""
+        mine = list(self._map)
+        for i in range(len(mine) - 1, -1, -1):
+            local = self._map[mine[i]]
+            other = compare.get_entry(local.epoch)
             if other is not None and other.start_offset == local.start_offset:
                 pick = max if larger_end else min
                 return pick(local.end_offset, other.end_offset)
+            if replaced and other is None and compare._replaced(local, self._map[mine[i - 1]] if i else None):
+                return local.start_offset
         return -1
+
+    def _replaced(self, entry: EpochEntry, before: EpochEntry | None) -> bool:
+        """This cache holds, at ``entry``'s start, a greater epoch right after ``before`` (the entry that preceded
+        ``entry`` elsewhere, or none): what ``append_entry(replace_empty=True)`` leaves when it replaced ``entry``."""
+        ours = list(self._map.values())
+        for j, e in enumerate(ours):
+            if e.start_offset == entry.start_offset and e.epoch > entry.epoch:
+                prev = ours[j - 1] if j else None
+                return (prev is None and before is None) or (
+                    prev is not None and before is not None and (prev.epoch, prev.start_offset)
+                    == (before.epoch, before.start_offset))
+        return False

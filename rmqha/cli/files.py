@@ -36,14 +36,21 @@ def file_profile(path: str | None, data: dict[str, Any]) -> str | None:
     return profile
 
 
-def load_config(path: str | None, profile: str | None) -> tuple[Config, str]:
-    """The profile (default ``safe``) overlaid with the file's settings; the file may name its profile."""
-    cfg, profile, _ = load_config_aside(path, profile, ())
+PROGRESS_ON = {"sim": {"progress": True}}
+"""What new runs of ``rmqha simulate`` and ``rmqha fuzz`` start from, under the profile and the config file: a settle
+tail and the progress checks (``--no-progress``, or ``progress = false`` in the file's ``[sim]``, turns them off).
+A trace records the setting in its header only when it is on, so a trace written without it replays as before."""
+
+
+def load_config(path: str | None, profile: str | None, progress: bool = False) -> tuple[Config, str]:
+    """The profile (default ``safe``) overlaid with the file's settings; the file may name its profile. With
+    ``progress``, ``PROGRESS_ON`` goes between the two."""
+    cfg, profile, _ = load_config_aside(path, profile, (), progress)
     return cfg, profile
 
 
-def load_config_aside(path: str | None, profile: str | None,
-                      aside: tuple[str, ...]) -> tuple[Config, str, dict[str, Any]]:
+def load_config_aside(path: str | None, profile: str | None, aside: tuple[str, ...],
+                      progress: bool = False) -> tuple[Config, str, dict[str, Any]]:
     """``load_config``, with the file's top-level tables named in ``aside`` (e.g. ``[fuzz]``) taken out of the
     kit settings and returned by name."""
     data: dict[str, Any] = {}
@@ -56,7 +63,10 @@ def load_config_aside(path: str | None, profile: str | None,
     if profile not in PROFILES:
         raise UserError(f"unknown profile {profile!r} (known: {', '.join(sorted(PROFILES))})")
     try:
-        return config_from_dict(data, default_config(profile)), profile, tables
+        base = default_config(profile)
+        if progress and base.cluster.mode == "controller":
+            base = config_from_dict(PROGRESS_ON, base)
+        return config_from_dict(data, base), profile, tables
     except ConfigError as exc:
         raise UserError(f"{path or 'config'}: {exc}") from None
 

@@ -87,14 +87,17 @@ def register(sub: Any) -> dict[str, Handler]:
     f.add_argument("--out", type=output_dir, default=DEFAULT_OUT,
                    help=f"campaign directory (default {DEFAULT_OUT}); an existing one is resumed")
     f.add_argument("--no-shrink", action="store_true", help="record violations without shrinking them")
+    f.add_argument("--no-progress", action="store_true",
+                   help="no settle tail and no progress checks (LIVE-*) at the end of each run")
     f.add_argument("--json", action="store_true", help="print the summary as JSON")
     return {"fuzz": cmd_fuzz}
 
 
-def _config(path: str | None, profile: str | None,
-            names: list[str]) -> tuple[dict[str, Any], str, dict[str, Any] | None]:
-    """The run config (profile, file, expected-loss settings) as a dict, its profile, and the [fuzz] table."""
-    cfg, profile, tables = load_config_aside(path, profile, ("fuzz",))
+def _config(path: str | None, profile: str | None, names: list[str],
+            progress: bool = True) -> tuple[dict[str, Any], str, dict[str, Any] | None]:
+    """The run config (profile, progress checks, file, expected-loss settings) as a dict, its profile, and the [fuzz]
+    table."""
+    cfg, profile, tables = load_config_aside(path, profile, ("fuzz",), progress)
     cfg = config_from_dict(B.config_overlay(names), cfg)
     if cfg.cluster.mode != "controller":
         raise UserError("fuzz campaigns need controller mode (the 4.x legacy profiles have no controller)")
@@ -109,7 +112,7 @@ def campaign_options(args: argparse.Namespace) -> CampaignOptions:
     seed_start = seed_start if seed_start is not None else SEED_START if args.seed_start is None else args.seed_start
     budget = DEFAULT_BUDGET if runs is None and args.budget is None else args.budget
     names = bug_list(args.bug, args.fix)
-    config, profile, fuzz = _config(args.config, args.profile, names)
+    config, profile, fuzz = _config(args.config, args.profile, names, not args.no_progress)
     if args.steps is not None:
         fuzz = dict(fuzz or {}, steps=args.steps)
     try:

@@ -1,5 +1,7 @@
-"""``rmqha invariants``, ``rmqha bugs``, ``rmqha findings``: the catalogue (with what a real RocketMQ run checks each
-invariant on: ``rmqha/real/check.REAL_CHECKS``), the switches and the findings, as tables or JSON.
+"""``rmqha invariants``, ``rmqha bugs``, ``rmqha findings``: the catalogue (with the layers that check each invariant:
+the simulator and the property suites every one, ``rmqha cluster test`` those of ``rmqha/cluster/check.CHECKED``, a
+real RocketMQ run those of ``rmqha/real/check.REAL_CHECKS``, on what it observes), the switches and the findings, as
+tables or JSON.
 
     rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]
 """
@@ -13,9 +15,10 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from rmqha.cluster.check import CHECKED as CLUSTER_CHECKS
 from rmqha.impl import bugs as B
 from rmqha.impl.findings import FINDINGS
-from rmqha.impl.invariants import catalogue_rows
+from rmqha.impl.invariants import BY_ID, catalogue_rows
 from rmqha.real.check import REAL_CHECKS
 
 from .common import Handler
@@ -29,17 +32,33 @@ def register(sub: Any) -> dict[str, Handler]:
     return {"invariants": cmd_invariants, "bugs": cmd_bugs, "findings": cmd_findings}
 
 
+def layers(inv_id: str) -> list[str]:
+    """The layers that check ``inv_id``: the simulator (simulate, fuzz, scenarios, conformance) and the Hypothesis
+    suites always (a progress invariant once a run settles), the cluster test and the real run where their
+    observations support it."""
+    progress = BY_ID[inv_id].kind == "progress"
+    out = ["simulator (at the end of the settle tail)" if progress else "simulator (every step)",
+           "property suites (at teardown, after a settle)" if progress else "property suites"]
+    if inv_id in CLUSTER_CHECKS:
+        out.append("cluster test (at the end)" if progress else "cluster test")
+    if inv_id in REAL_CHECKS:
+        out.append("real run")
+    return out
+
+
 def cmd_invariants(args: argparse.Namespace, out: Console) -> int:
-    rows = [{**r, "realRun": REAL_CHECKS.get(r["id"], "")} for r in catalogue_rows()]
+    rows: list[dict[str, Any]] = [{**r, "layers": layers(r["id"]), "realRun": REAL_CHECKS.get(r["id"], "")}
+                                  for r in catalogue_rows()]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
-    table = Table(title=f"{len(rows)} invariants (docs/invariants.md); a real run (rmqha real test, docs/real.md) "
-                        f"checks {sum(1 for r in rows if r['realRun'])} of them", show_lines=True)
-    for col in ("id", "statement", "RocketMQ source", "a real run checks it on"):
+    table = Table(title=f"{len(rows)} invariants (docs/invariants.md); the cluster test (rmqha cluster test) checks "
+                        f"{sum(1 for r in rows if r['id'] in CLUSTER_CHECKS)} of them, a real run (rmqha real test, "
+                        f"docs/real.md) {sum(1 for r in rows if r['realRun'])}", show_lines=True)
+    for col in ("id", "statement", "RocketMQ source", "checked by", "a real run checks it on"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        table.add_row(r["id"], r["statement"], r["source"], r["realRun"] or "-")
+        table.add_row(r["id"], r["statement"], r["source"], "; ".join(r["layers"]), r["realRun"] or "-")
     out.print(table)
     return 0
 

@@ -2,6 +2,8 @@
 
     rmqha simulate --seed N [--steps K] [--profile P] [--config FILE] [--bug B]... [--fix F|all]... [--trace FILE]
     rmqha simulate --seeds A-B [--jobs J] [--out DIR] ...      (a batch: progress, triage, traces of failures)
+
+Each run ends with a settle tail and the progress invariants (``[sim] progress``; ``--no-progress``: not).
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def register(sub: Any) -> dict[str, Handler]:
     s.add_argument("--out", type=output_dir, help="batch: write traces of failing seeds and a summary.json here")
     s.add_argument("--jobs", type=int_in(1, MAX_JOBS), help="batch: worker processes (default: CPU count)")
     s.add_argument("--no-triage", action="store_true", help="batch: do not attribute violations to findings")
+    s.add_argument("--no-progress", action="store_true",
+                   help="no settle tail and no progress checks (LIVE-*) at the end of each run")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     return {"simulate": cmd_simulate}
 
@@ -73,7 +77,7 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
     if args.seeds is None:
         refuse_unless(args, "a batch (--seeds A-B; one seed writes its trace with --trace FILE)",
                       {"out": "--out", "jobs": "--jobs", "no_triage": "--no-triage"})
-    cfg, profile = load_config(args.config, args.profile)
+    cfg, profile = load_config(args.config, args.profile, progress=not args.no_progress)
     names = bug_list(args.bug, args.fix)
     apply_configs(cfg, names)
     max_time = round(args.max_time * 1000) if args.max_time is not None else None

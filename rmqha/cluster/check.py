@@ -10,7 +10,16 @@ catalogue's ids (``impl/invariants/``):
 * ``QUEUE-OFFSET-GAPLESS``: in the final master's log, each queue's offsets run 0, 1, 2, ... in log order;
 * ``CLI-QUEUE-POSITION-STABLE``: no queue position was read as two different messages;
 * ``CTL-ONE-MASTER-PER-EPOCH``: no two brokers took the master role at the same masterEpoch;
-* ``SYNC-VISIBLE-BOUND``: no broker dispatched past its confirmOffset.
+* ``SYNC-VISIBLE-BOUND``: no broker dispatched past its confirmOffset;
+* the progress invariants, on the nodes' final states once the run has settled (every fault undone, then the
+  probe: the producer back for a few seconds): ``LIVE-MASTER`` (the controller's master holds the role at its
+  masterEpoch, RUNNING, unfenced; no other master), ``LIVE-SSS-NO-DEAD`` (every SyncStateSet member answers),
+  ``LIVE-SSS-CATCHUP`` (every other broker follows the master, holds its log to the master's confirmOffset, and is in
+  both SyncStateSets), ``LIVE-HA-TRANSFER`` (each slave's HA client and the master's end of its connection in
+  TRANSFER, to the master's HA address; not the loop window, the run being too short to show one), ``LIVE-PUTS``
+  (the last probe send acknowledged), ``LIVE-TASKS`` (every periodic task of every node ran within its period and
+  the longest run allowed). Their settle bounds are the simulator's; here the checks run at the end, whenever the
+  settle ended.
 
 The simulator checks the whole catalogue after every step; a real run has no global step, so what needs one
 (the controller's and the brokers' states at one instant) is left to the layers that have it.
@@ -23,13 +32,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..impl.invariants.progress import task_overdue
+from ..impl.invariants.settle import periodic_allowance
+from ..impl.sim.settle import timeouts
 from ..impl.store.commitlog import CommitLog
 from ..impl.trace import TraceRecorder
 from .persist import BrokerFiles
 from .spec import ClusterSpec
 
+LIVE = ("LIVE-MASTER", "LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP", "LIVE-HA-TRANSFER", "LIVE-PUTS", "LIVE-TASKS")
 CHECKED = ("SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS", "QUEUE-OFFSET-GAPLESS", "CLI-QUEUE-POSITION-STABLE",
-           "CTL-ONE-MASTER-PER-EPOCH", "SYNC-VISIBLE-BOUND", "QUEUE-ACKED-READABLE")
+           "CTL-ONE-MASTER-PER-EPOCH", "SYNC-VISIBLE-BOUND", "QUEUE-ACKED-READABLE", *LIVE)
 
 
 @dataclass
@@ -69,7 +82,9 @@ def broker_logs(spec: ClusterSpec) -> dict[str, CommitLog]:
     return {b: CommitLog(BrokerFiles(spec.node_dir(b)).load(), track_queues=True) for b in spec.brokers}
 
 
-def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict[str, Any] | None]) -> Verdict:
+def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict[str, Any] | None],
+          settled: bool = False, probe_from: int | None = None) -> Verdict:
+    """The verdict; the progress invariants too when the run ``settled`` (``probe_from``: the probe's start)."""
     v = Verdict()
     acked = [e["key"] for e in events if e["k"] == "client.send-result" and e["status"] == "PUT_OK"]
     seen = [e for e in events if e["k"] == "client.seen"]
@@ -123,7 +138,68 @@ def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict
         elif e["k"] == "store.dispatch" and e["upto"] > e["confirm"]:
             v.fail("SYNC-VISIBLE-BOUND", f"{e['n']} dispatched up to {e['upto']} with confirmOffset {e['confirm']}",
                    t=e["t"])
+    if settled:
+        check_progress(v, spec, events, final, probe_from)
+    else:
+        v.notes.append("not settled: the progress invariants (LIVE-*) were not checked")
     return v
+
+
+def check_progress(v: Verdict, spec: ClusterSpec, events: list[dict[str, Any]],
+                   final: dict[str, dict[str, Any] | None], probe_from: int | None) -> None:
+    """The LIVE-* invariants on the final states of a settled run (``probe_from``: when the probe sends began, None:
+    no probe ran)."""
+    ctl = next((final.get(c) for c in spec.controllers if (final.get(c) or {}).get("leader")), None)
+    name = spec.cfg.broker.broker_name
+    info = ((ctl or {}).get("sets") or {}).get(name)
+    brokers = {b: final.get(b) for b in spec.brokers}
+    up = {b: st for b, st in brokers.items() if st}
+    by_id = {st["id"]: b for b, st in up.items() if st.get("id") is not None}
+    master = by_id.get(info["master"]) if info and info.get("master") is not None else None
+    mst = up.get(master or "")
+    if info is None or mst is None:
+        v.fail("LIVE-MASTER", f"at the end no master: controller {info or 'without a leader'}")
+        return
+    if mst.get("role") != "MASTER" or mst.get("masterEpoch") != info["masterEpoch"] or mst.get("fenced") \
+            or mst.get("state") != "RUNNING":
+        v.fail("LIVE-MASTER", f"the controller names {master} master at masterEpoch {info['masterEpoch']}; {master} "
+               f"is {mst.get('role')} at {mst.get('masterEpoch')}, {mst.get('state')}, fenced {mst.get('fenced')}")
+    for b, st in up.items():
+        if b != master and st.get("role") == "MASTER" and not st.get("fenced"):
+            v.fail("LIVE-MASTER", f"{b} still acts as master (masterEpoch {st.get('masterEpoch')}) beside {master}")
+    dead = [i for i in [*info["sss"], *mst.get("sss", [])] if i not in by_id]
+    if dead:
+        v.fail("LIVE-SSS-NO-DEAD", f"the SyncStateSets (controller {info['sss']}, master {mst.get('sss')}) hold "
+               f"{sorted(set(dead))}, which no broker that answers holds")
+    master_ha = f"{master}:10912"
+    for b, st in sorted(up.items()):
+        if b == master:
+            continue
+        if st.get("role") != "SLAVE" or st.get("master") != info["master"] \
+                or st.get("masterEpoch") != info["masterEpoch"] or (st.get("max") or 0) < (mst.get("confirm") or 0) \
+                or st.get("id") not in info["sss"] or st.get("id") not in mst.get("sss", []):
+            v.fail("LIVE-SSS-CATCHUP", f"{b} ({st.get('role')} of {st.get('master')} at {st.get('masterEpoch')}, max "
+                   f"{st.get('max')}) has not caught up with {master} (confirm {mst.get('confirm')}) into the "
+                   f"SyncStateSets (controller {info['sss']}, master {mst.get('sss')})")
+        client = st.get("haClient") or {}
+        side = [c for c in mst.get("haConnections", []) if c["slave"] == st.get("id") and c["state"] == "TRANSFER"]
+        if client.get("state") != "TRANSFER" or client.get("address") != master_ha or not side:
+            v.fail("LIVE-HA-TRANSFER", f"{b}'s HA client is {client.get('state')} to {client.get('address')}; "
+                   f"{master}'s connections {mst.get('haConnections')}")
+    if probe_from is not None:
+        probes = [e for e in events if e["k"] == "client.send-result" and e["t"] >= probe_from]
+        if not probes or probes[-1]["status"] != "PUT_OK":
+            v.fail("LIVE-PUTS", f"the probe sends after the settle: {[(e['key'], e['status']) for e in probes][-5:]}")
+    allowance = periodic_allowance(timeouts(spec.cfg))
+    for node, state in sorted(final.items()):
+        for task in (state or {}).get("tasks", []):
+            if task["cancelled"] or state is None:
+                continue
+            due = task_overdue(task["created"], task["initial"], task["period"], task["lastStart"], state["t"],
+                               allowance)
+            if due is not None:
+                v.fail("LIVE-TASKS", f"{node}'s periodic task {task['name']} has not run since {due} ms (last "
+                       f"{task['lastStart']}; suppressed {task['suppressed']})")
 
 
 def _check_queues_readable(v: Verdict, events: list[dict[str, Any]], acked: set[str]) -> None:

@@ -268,8 +268,15 @@ class Host:
     def status(self) -> dict[str, Any]:
         node = self.node
         d: dict[str, Any] = {"node": self.name, "pid": os.getpid(), "t": self.now(), "incarnation": self.incarnation}
+        d["tasks"] = [{"name": p.name, "period": p.period, "initial": p.initial, "created": p.created,
+                       "lastStart": p.last_start, "cancelled": p.cancelled, "suppressed": p.suppressed}
+                      for p in node.periodics]  # what LIVE-TASKS reads (the node's own clock: ``t``)
         if isinstance(node, BrokerNode):
             d.update(node.status())
+            client = node.ha.client
+            d["haClient"] = None if client is None else {"state": client.state.name, "conn": client.conn,
+                                                         "address": client.master_ha_address}
+            d["haConnections"] = [{"slave": c.slave_id, "state": c.state.name} for c in node.ha.connections.values()]
         elif isinstance(node, ControllerNode):
             d["leader"] = node.leader
             d["sets"] = {name: {"master": info.master_broker_id, "masterEpoch": info.master_epoch,

@@ -1,12 +1,13 @@
 """``rmqha cluster test``: a cluster, a workload, a fault schedule, then the verdict (Jepsen's loop, with the
 catalogue's invariants and the kit's trace shape).
 
-Phases, each bounded in time: up (every process answers), warm-up (a master whose SyncStateSet holds every
-broker), the workload (the producer ``p1`` and the consumer ``c1`` run from the start; the nemesis plays its
-recipes spread over ``duration``), settle (every fault undone; the producer stopped; wait until the master's
-SyncStateSet is whole and every broker has its log end), then down and the checks. Outputs in the run folder:
-``result.json`` (verdict, counts, failovers, final states), ``history.jsonl`` (the client history),
-``trace.jsonl`` (the merged trace), ``report.html``; the cluster's own folders (traces, logs, files) stay.
+Phases, each bounded in time: up (every process answers), warm-up (a master whose SyncStateSet holds every broker),
+the workload (the producer ``p1`` and the consumer ``c1`` run from the start; the nemesis plays its recipes spread
+over ``duration``), settle (every fault undone; the producer stopped; wait until the master's SyncStateSet is whole
+and every broker has its log end), the probe (the producer back for ``PROBE_S`` seconds: its sends are LIVE-PUTS's),
+then down and the checks (the progress invariants on the final states, when it settled). Outputs in the run folder:
+``result.json`` (verdict, counts, failovers, final states), ``history.jsonl`` (the client history), ``trace.jsonl``
+(the merged trace), ``report.html``; the cluster's own folders (traces, logs, files) stay.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ from .check import check, failovers, merged_trace, read_events, write_json
 from .nemesis import RECIPES, Nemesis
 from .report import write_report
 from .spec import ClusterSpec
+
+PROBE_S = 4.0
+"""How long the producer runs again after the settle: puts must succeed then (LIVE-PUTS)."""
 
 
 @dataclass
@@ -50,11 +54,11 @@ def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> d
                 max_lifetime=int(opts.duration + opts.settle + 60 * (1 + len(opts.faults))), fresh=opts.fresh,
                 owned=True)
     try:
-        nem, final, notes = _workload(spec, opts, say)
+        nem, final, notes, settled, probe_from = _workload(spec, opts, say)
     finally:
         C.down(spec)
     events = read_events(spec)
-    verdict = check(spec, events, final)
+    verdict = check(spec, events, final, settled, probe_from)
     verdict.notes = notes + verdict.notes
     fo = failovers(spec, events, nem.context, nem.events)
     history = [e for e in events if e["k"].startswith("client.")]
@@ -77,8 +81,10 @@ def run_test(opts: RunOptions, say: Callable[[str], None] = lambda s: None) -> d
 
 
 def _workload(spec: ClusterSpec, opts: RunOptions, say: Callable[[str], None]) -> tuple[
-        Nemesis, dict[str, dict[str, Any] | None], list[str]]:
-    """Warm-up, the workload under the fault schedule, settle; the final status of every node and the notes."""
+        Nemesis, dict[str, dict[str, Any] | None], list[str], bool, int | None]:
+    """Warm-up, the workload under the fault schedule, settle, and once settled a probe (the producer again for
+    ``PROBE_S``: puts must succeed then, LIVE-PUTS); the final status of every node, the notes, whether it settled
+    and when the probe began."""
     say(f"cluster up in {opts.folder} ({len(spec.nodes)} processes)")
     nem = Nemesis(spec, opts.down, say)
     notes: list[str] = []
@@ -97,11 +103,18 @@ def _workload(spec: ClusterSpec, opts: RunOptions, say: Callable[[str], None]) -
         C.signal_node(spec, "p1", signal.SIGKILL)
         nem.act("crash", node="p1", why="end of the workload")
         settled = nem.wait(lambda: _settled(nem), opts.settle, 0.3)
+        probe_from: int | None = None
         if not settled:
             notes.append(f"not settled within {opts.settle:g} s (a master with the whole SyncStateSet and every "
                          "log end equal)")
+        else:
+            probe_from = nem.act("restart", node="p1", why="probe: puts after the settle")["t"]
+            C.start_node(spec, "p1")
+            time.sleep(PROBE_S)
+            C.signal_node(spec, "p1", signal.SIGKILL)
+            nem.act("crash", node="p1", why="end of the probe")
         time.sleep(1.0)  # the consumer's last pulls
-        return nem, {n: C.query(spec, n) for n in spec.nodes}, notes
+        return nem, {n: C.query(spec, n) for n in spec.nodes}, notes, settled, probe_from
     finally:
         nem.close()
 

@@ -20,6 +20,13 @@ stays with the simulator.
   entry), and at the end of a settled run ``HA-TRUNCATE-PREFIX`` (every replica's log is a prefix of the final
   master's), ``SYNC-SSS-HOLDS-ACKED`` (every member of the final SyncStateSet holds every acknowledged message),
   ``QUEUE-ACKED-READABLE`` (the final master's ``topics.json``).
+* The progress invariants a settled run's last admin snapshot shows (``check_live``): ``LIVE-MASTER`` (the leading
+  controller names a master, that broker's HA status says master and its epoch file's last epoch is the
+  controller's masterEpoch; no other broker is master), ``LIVE-SSS-NO-DEAD`` (every SyncStateSet member answers the
+  admin API and the controller holds it alive), ``LIVE-SSS-CATCHUP`` (every other broker that answers is in the
+  SyncStateSet with its commit log at least to the master's confirmOffset), and from the client history
+  ``LIVE-PUTS`` in a weaker form: the producer stops when the settle begins, so no probe follows it; the workload's
+  last send, once every fault had been undone, was acknowledged.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from ..impl.controller.replicas_info import ReplicasInfoManager, RequestEntry, e
 from . import files as F
 from . import maven
 from .clients import Tail
-from .observe import Snapshot, rounds
+from .observe import BrokerView, Snapshot, rounds
 from .spec import RealSpec
 
 TOPIC = "RmqhaTopic"
@@ -64,6 +71,11 @@ REAL_CHECKS: dict[str, str] = {
     "HA-TRUNCATE-PREFIX": "at the end of a settled run: each replica's log against the final master's",
     "SYNC-SSS-HOLDS-ACKED": "at the end: client history + the logs of the final SyncStateSet's members",
     "QUEUE-ACKED-READABLE": "at the end: client history + the final master's topics.json",
+    "LIVE-MASTER": "at the end of a settled run: the last admin snapshot (controller and the master's HA status)",
+    "LIVE-SSS-NO-DEAD": "at the end of a settled run: the last admin snapshot (every SyncStateSet member answers)",
+    "LIVE-SSS-CATCHUP": "at the end of a settled run: the last admin snapshot (members, max and confirm offsets)",
+    "LIVE-PUTS": "client history: the workload's last send after the last fault was undone (no probe after the "
+                 "settle: the producer stops when it begins)",
 }
 
 STATUS = {"SEND_OK": "PUT_OK"}  # the producer's SendStatus for the broker's PutMessageStatus.PUT_OK
@@ -514,6 +526,48 @@ def check_end(v: Verdict, spec: RealSpec, files: Files, h: History, final: Snaps
         v.ran("QUEUE-ACKED-READABLE", f"{TOPIC} on {master}")
 
 
+def check_live(v: Verdict, final: Snapshot | None, h: History, faults: list[dict[str, Any]]) -> None:
+    """The progress invariants a settled run's last snapshot and its client history show (see the module)."""
+    lead = final.leader if final else None
+    if final is None or lead is None or lead.master is None or lead.master_id is None:
+        v.fail("LIVE-MASTER", f"at the end no controller names a master ({'no leader' if lead is None else 'none'})")
+        return
+    name = lead.master
+    mv = final.brokers.get(name)
+    last_epoch = mv.epochs[-1][0] if mv is not None and mv.epochs else None
+    if mv is None or not mv.ok or mv.role != "MASTER" or (last_epoch is not None and last_epoch != lead.master_epoch):
+        v.fail("LIVE-MASTER", f"the controller names {name} master at masterEpoch {lead.master_epoch}; its HA status "
+               f"says {mv.role if mv else None}, last epoch {last_epoch}")
+    for b, bv in sorted(final.brokers.items()):
+        if b != name and bv.ok and bv.role == "MASTER":
+            v.fail("LIVE-MASTER", f"{b} is master too at the end, beside {name}")
+    v.ran("LIVE-MASTER", f"the last snapshot: {name} at masterEpoch {lead.master_epoch}")
+    dead = [i for i in lead.sss if not lead.alive.get(i, False) or not (final.brokers.get(lead.ids.get(i, "")) or
+                                                                         BrokerView("", False)).ok]
+    if dead:
+        v.fail("LIVE-SSS-NO-DEAD", f"the final SyncStateSet {lead.sss} holds {dead}, which do not answer or the "
+               f"controller holds dead ({lead.alive})")
+    v.ran("LIVE-SSS-NO-DEAD", f"the final SyncStateSet {lead.sss}")
+    confirm = mv.confirm_offset if mv is not None else None
+    for b, bv in sorted(final.brokers.items()):
+        if b == name or not bv.ok:
+            continue
+        behind = confirm is not None and bv.max_offset is not None and bv.max_offset < confirm
+        if bv.broker_id not in lead.sss or behind:
+            v.fail("LIVE-SSS-CATCHUP", f"{b} (id {bv.broker_id}, max {bv.max_offset}) is not caught up with {name} "
+                   f"(confirm {confirm}) in the SyncStateSet {lead.sss}")
+    v.ran("LIVE-SSS-CATCHUP", f"{sum(1 for bv in final.brokers.values() if bv.ok) - 1} brokers against {name}")
+    undone = max((f["t"] for f in faults if f.get("do") != "stop-producer"), default=0)
+    after = [r for r in h.results if r["t"] > undone]
+    if after:
+        if after[-1]["status"] != "PUT_OK":
+            v.fail("LIVE-PUTS", f"the workload's last send after the last fault ({after[-1]['key']}) ended "
+                   f"{after[-1]['rocketmqStatus']}")
+        v.ran("LIVE-PUTS", f"{len(after)} sends after the last fault, the last one")
+    else:
+        v.notes.append("no send after the last fault was undone: LIVE-PUTS not checked")
+
+
 # --------------------------------------------------------------------------------------------- the whole
 
 
@@ -576,6 +630,10 @@ def evaluate(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[st
     check_snapshots(v, snaps)
     check_files(v, spec, files, final_max)
     check_end(v, spec, files, h, final, settled)
+    if settled:
+        check_live(v, final, h, faults)
+    else:
+        v.notes.append("not settled: the progress invariants (LIVE-*) were not checked")
     if final_master is None:
         v.notes.append("no master at the end of the run")
     counts = {"sent": len(h.sends), "acked": len(h.acked),

@@ -106,6 +106,18 @@ def _fmt_obs(o: dict[str, Any]) -> str | None:
     return None
 
 
+def _fmt_settle(line: dict[str, Any]) -> str:
+    """A step of the settle tail (``[sim] progress``)."""
+    if line["ev"] == "probe":
+        return f"SETTLE probe send {line.get('key')}"
+    if line["ev"] == "progress-check":
+        return f"SETTLE checks {', '.join(line['ids'])} ({line['bound'] / 1000:g} s after the heal point)"
+    if "wait" in line:
+        return f"SETTLE last fault action done; its effect lasts until {line['wait'] / 1000:.3f}s"
+    dead = f", dead: {', '.join(line['dead'])}" if line.get("dead") else ""
+    return "SETTLE heal point" + (dead if line.get("healed") else ": not healed, unchecked")
+
+
 def timeline(header: dict[str, Any], lines: list[dict[str, Any]], footer: dict[str, Any],
              around: int | None = None, window: int = 10**9) -> list[tuple[float, str]]:
     """(seconds, text) rows."""
@@ -117,6 +129,8 @@ def timeline(header: dict[str, Any], lines: list[dict[str, Any]], footer: dict[s
         t = line["t"] / 1000
         if line.get("ev") == "act":
             rows.append((t, _fmt_act(line["act"])))
+        elif line.get("ev") in ("settle", "probe", "progress-check"):
+            rows.append((t, _fmt_settle(line)))
         for o in line.get("obs", ()):
             text = _fmt_obs(o)
             if text is not None:

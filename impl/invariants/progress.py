@@ -1,0 +1,301 @@
+"""Progress invariants (LIVE-*): with no fault left, the broker set gets back to serving, within a bound.
+
+Each is checked once per run with progress checks (``[sim] progress``; the Hypothesis machines after their settle;
+``rmqha cluster test`` and ``rmqha real test`` on what they observe at the end), at the heal point plus its settle
+bound (``settle.py``: a sum of RocketMQ's own timeouts and periods, stage by stage). The heal point is when the last
+fault's effect ended; a broker the schedule leaves down is *dead* (LIVE-SSS-NO-DEAD is about it, the others about the
+live ones). Why each holds in RocketMQ is its ``source``: the periodic tasks that retry until it does.
+"""
+
+from __future__ import annotations
+
+from ..broker.broker import BrokerNode
+from ..broker.replicas_manager import State
+from ..codes import BrokerRole, HAConnectionState
+from ..controller.replicas_info import SyncStateInfo
+from .context import Context
+from .registry import Violated, invariant, violated
+from .settle import (
+    Settle,
+    catchup_terms,
+    ha_terms,
+    ha_window,
+    master_terms,
+    no_dead_terms,
+    periodic_allowance,
+    puts_terms,
+    tasks_terms,
+)
+
+MODEL_LIVENESS = {"LIVE-MASTER": ("L_MASTER_ELECTED",), "LIVE-SSS-CATCHUP": ("L_REJOIN", "L_ALL_IN_SSS")}
+"""The spec's liveness properties (``models/liveness.py``) a progress invariant is the implementation's form of."""
+
+
+def _set_info(ctx: Context) -> SyncStateInfo | None:
+    ctl = ctx.world.controller_node()
+    return None if ctl is None else ctl.rim.sync_state_set_info_table.get(ctx.world.broker_name)
+
+
+def _electable(ctx: Context) -> bool:
+    """Some broker that runs may be master: a member of the controller's SyncStateSet (any registered broker with
+    enableElectUncleanMaster, or before the set's first election)."""
+    live = [b for b in ctx.world.brokers if ctx.world.broker(b) is not None]
+    if not live:
+        return False
+    info = _set_info(ctx)
+    if info is None or info.is_first_time_for_elect():
+        return True
+    ctl = ctx.world.controller_node()
+    if ctl is not None and ctl.rim.enable_elect_unclean_master:
+        return True
+    return any(ctx.broker_by_id(i) in live for i in info.sync_state_set)
+
+
+def _agreed_master(ctx: Context) -> tuple[SyncStateInfo, str, BrokerNode] | None:
+    """The master the controller names, when it runs and holds the role at the controller's masterEpoch."""
+    info = _set_info(ctx)
+    if info is None or info.master_broker_id is None:
+        return None
+    name = ctx.broker_by_id(info.master_broker_id)
+    node = ctx.world.broker(name) if name else None
+    if name is None or not isinstance(node, BrokerNode):
+        return None
+    st = node.store
+    if node.replicas.master_epoch != info.master_epoch or st.role != BrokerRole.SYNC_MASTER or st.fenced:
+        return None
+    return info, name, node
+
+
+@invariant("LIVE-MASTER", layer="controller", settle=master_terms,
+           source="ControllerManager.onBrokerInactive / triggerElectMaster (a dead master's heartbeat expires, "
+                  "scanNotActiveBroker); DLedgerController.scanInactiveMasterAndTriggerReelect (every 5 s); "
+                  "ReplicasManager.schedulingSyncBrokerMetadata (every 5 s: changeToMaster, changeToSlave, brokerElect "
+                  "when the controller names no master); ReplicasManager.startBasicService (retried every 5 s)",
+           exceptions="no broker that runs may be elected: every member of the SyncStateSet is dead and unclean "
+                      "election is off (RocketMQ then waits for one to come back, by design); 4.x runs")
+def master_live(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, while some broker that runs may be elected, the controller names
+    a master for the set, and that broker runs, holds the role at the controller's masterEpoch, has finished
+    startBasicService (RUNNING) and takes puts (not fenced); no other broker that runs acts as master."""
+    world = ctx.world
+    if world.legacy or not _electable(ctx):
+        return None
+    ctl = world.controller_node()
+    if ctl is None:
+        return violated(f"{_since(ctx, at)}: no controller serves the group")
+    info = ctl.rim.sync_state_set_info_table.get(world.broker_name)
+    if info is None or info.master_broker_id is None:
+        return violated(f"{_since(ctx, at)}: the controller names no master for {world.broker_name} "
+                        f"(SyncStateSet {sorted(info.sync_state_set) if info else None})",
+                        controller=None if info is None else _info(info), brokers=_statuses(ctx))
+    name = ctx.broker_by_id(info.master_broker_id)
+    node = world.broker(name) if name else None
+    if not isinstance(node, BrokerNode):
+        return violated(f"{_since(ctx, at)}: the controller's master {info.master_broker_id} ({name}) is down",
+                        controller=_info(info), brokers=_statuses(ctx))
+    rm, st = node.replicas, node.store
+    if rm.master_epoch != info.master_epoch or st.role != BrokerRole.SYNC_MASTER or st.fenced \
+            or rm.state != State.RUNNING:
+        return violated(f"{_since(ctx, at)}: the controller names {name} master at masterEpoch {info.master_epoch}; "
+                        f"{name} is {st.role.value} at masterEpoch {rm.master_epoch}, {rm.state.value}"
+                        + (", fenced" if st.fenced else ""), controller=_info(info), broker=node.status())
+    for b in world.brokers:
+        other = world.broker(b)
+        if b != name and isinstance(other, BrokerNode) and other.store.role == BrokerRole.SYNC_MASTER \
+                and not other.store.fenced:
+            return violated(f"{_since(ctx, at)}: {b} still acts as master (masterEpoch {other.replicas.master_epoch}) "
+                            f"beside {name} (masterEpoch {info.master_epoch})", controller=_info(info),
+                            broker=other.status())
+    return None
+
+
+@invariant("LIVE-SSS-NO-DEAD", layer="sync", settle=no_dead_terms,
+           source="AutoSwitchHAService.removeConnection (a closed connection's member proposed out at once); "
+                  "ReplicasManager.checkSyncStateSetAndDoReport -> AutoSwitchHAService.maybeShrinkSyncStateSet "
+                  "(every checkSyncStateSetPeriod: members not caught up for haMaxTimeSlaveNotCatchup, or never "
+                  "connected); ReplicasManager.schedulingSyncBrokerMetadata (changeSyncStateSet)",
+           exceptions="the set has no master that runs (LIVE-MASTER's business, or nothing can be elected)")
+def sss_no_dead(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, while the controller names a master that runs, neither the
+    controller's SyncStateSet nor the master's confirmed one holds a broker that is down."""
+    world = ctx.world
+    if world.legacy:
+        return None
+    info = _set_info(ctx)
+    if info is None or info.master_broker_id is None:
+        return None
+    name = ctx.broker_by_id(info.master_broker_id)
+    node = world.broker(name) if name else None
+    if not isinstance(node, BrokerNode):
+        return None
+    for where, members in (("controller's", info.sync_state_set), (f"master {name}'s", node.ha.sync_state_set)):
+        dead = sorted(f"{m} ({ctx.broker_by_id(m)})" for m in members
+                      if ctx.broker_by_id(m) is not None and world.broker(ctx.broker_by_id(m) or "") is None)
+        if dead:
+            return violated(f"{_since(ctx, at)}: the {where} SyncStateSet {sorted(members)} still holds "
+                            f"{', '.join(dead)}, down" + (f" (dead since the heal point: {list(at.dead)})"
+                                                          if at.dead else ""),
+                            controller=_info(info), master=node.status())
+    return None
+
+
+@invariant("LIVE-SSS-CATCHUP", layer="sync", settle=catchup_terms,
+           source="AutoSwitchHAConnection.HAServerReader -> AutoSwitchHAService.maybeExpandInSyncStateSet (each ack "
+                  ">= confirmOffset and the epoch's start proposes the slave) -> ReplicasManager."
+                  "doReportSyncStateSetChanged (alterSyncStateSet); AutoSwitchHAClient's loop (reconnects every 5 s)",
+           exceptions="asyncLearner slaves never join the SyncStateSet; no agreed master (LIVE-MASTER)")
+def sss_catchup(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, every broker that runs besides the agreed master follows it (a
+    slave at its masterEpoch), holds its log at least to the master's confirmOffset, and is a member of the
+    controller's SyncStateSet and of the master's confirmed one."""
+    world = ctx.world
+    if world.legacy:
+        return None
+    agreed = _agreed_master(ctx)
+    if agreed is None:
+        return None
+    info, name, master = agreed
+    confirm = master.store.confirm_offset
+    for b in world.brokers:
+        node = world.broker(b)
+        if b == name or not isinstance(node, BrokerNode):
+            continue
+        rm, st = node.replicas, node.store
+        bid = rm.broker_controller_id
+        where = f"{_since(ctx, at)}: {b} (id {bid})"
+        if rm.master_broker_id != info.master_broker_id or rm.master_epoch != info.master_epoch \
+                or st.role != BrokerRole.SLAVE:
+            return violated(f"{where} does not follow master {name} at masterEpoch {info.master_epoch}: it is "
+                            f"{st.role.value} of {rm.master_broker_id} at masterEpoch {rm.master_epoch}",
+                            broker=node.status(), master=master.status())
+        if st.max_phy_offset < confirm:
+            return violated(f"{where} holds its log to {st.max_phy_offset}, short of master {name}'s confirmOffset "
+                            f"{confirm}", broker=node.status(), master=master.status())
+        if world.store_config.async_learner:
+            continue
+        for what, members in (("controller's", info.sync_state_set), (f"master {name}'s", master.ha.sync_state_set)):
+            if bid not in members:
+                return violated(f"{where} has caught up but is not in the {what} SyncStateSet {sorted(members)}",
+                                controller=_info(info), broker=node.status(), master=master.status())
+    return None
+
+
+@invariant("LIVE-HA-TRANSFER", layer="ha", settle=ha_terms,
+           source="AutoSwitchHAClient (READY -> HANDSHAKE -> TRANSFER; after a close it waits 5 s and reconnects to "
+                  "the HA address its nameserver registration last gave it); AutoSwitchHAConnection (the master "
+                  "follows the slave's state; haHousekeepingInterval closes an idle connection)",
+           exceptions="no agreed master (LIVE-MASTER)")
+def ha_transfer(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, every broker that runs besides the agreed master holds an HA
+    connection to it that is in TRANSFER on both ends and has stayed up for haHousekeepingInterval + 5 s (no
+    close-and-reconnect loop)."""
+    world = ctx.world
+    if world.legacy:
+        return None
+    agreed = _agreed_master(ctx)
+    if agreed is None:
+        return None
+    _, name, master = agreed
+    window = ha_window(at.timeouts)
+    for b in world.brokers:
+        node = world.broker(b)
+        if b == name or not isinstance(node, BrokerNode):
+            continue
+        client = node.ha.client
+        where = f"{_since(ctx, at)}: slave {b}"
+        if client is None or client.conn is None or client.state != HAConnectionState.TRANSFER:
+            return violated(f"{where} has no HA connection in TRANSFER (client "
+                            f"{client.state.name if client else 'none'}, HA address "
+                            f"{client.master_ha_address if client else None})", broker=node.status())
+        peer = world.ha_peer(client.conn)
+        if peer != name:
+            return violated(f"{where}'s HA connection {client.conn} goes to {peer}, not to master {name}",
+                            broker=node.status())
+        side = master.ha.connections.get(client.conn)
+        if side is None or side.state != HAConnectionState.TRANSFER:
+            return violated(f"{where}: master {name}'s end of HA connection {client.conn} is "
+                            f"{side.state.name if side else 'closed'}", broker=node.status(), master=master.status())
+        opened = ctx.ha_opened.get(client.conn)
+        if opened is not None and opened > world.now - window:
+            return violated(f"{where}'s HA connection {client.conn} was opened at {opened} ms, less than {window} ms "
+                            "ago: it closes and reconnects", broker=node.status())
+    return None
+
+
+@invariant("LIVE-PUTS", layer="client", settle=puts_terms,
+           source="CommitLog.asyncPutMessage + GroupTransferService.doWaitTransfer (PUT_OK once every member of the "
+                  "ack set has acked); DefaultMQProducerImpl (a failed send refreshes the route)",
+           exceptions="nothing may be elected (as LIVE-MASTER); a run whose producer is down at the heal point")
+def puts_succeed(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, a put succeeds: of two probe sends after the ack set has settled,
+    the second (its route refreshed by the first, if that one failed) is acknowledged PUT_OK."""
+    if ctx.world.legacy or not at.probes or not _electable(ctx):
+        return None
+    last = at.probes[-1]
+    if last in ctx.acked:
+        return None
+    got = {k: ctx.send_status.get(k, "no answer") for k in at.probes}
+    return violated(f"{_since(ctx, at)}: the probe sends {', '.join(f'{k}: {s}' for k, s in got.items())} were not "
+                    "acknowledged", probes=got, brokers=_statuses(ctx))
+
+
+@invariant("LIVE-TASKS", layer="broker", settle=tasks_terms,
+           source="scheduleAtFixedRate (ScheduledThreadPoolExecutor: a run that throws suppresses every later one) of "
+                  "ReplicasManager (syncBrokerMetadata, updateControllerMetadata, checkSyncStateSet, "
+                  "scanAvailableControllerAddresses), BrokerController (registerBrokerAll, sendHeartbeat), "
+                  "SlaveSynchronize, ControllerManager / DefaultBrokerHeartbeatManager (scanNotActiveBroker), "
+                  "DLedgerController (scanInactiveMaster), the clients' route refresh and pulls",
+           exceptions="a task its process cancelled (checkSyncStateSet on a slave, scanInactiveMaster on a follower)")
+def tasks_run(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, every periodic task of every process that runs, unless the
+    process cancelled it, has started a run within its period plus the longest legitimate run (so each has run
+    since the heal point): none has died or hangs.
+
+    The periodic tasks are the kit's ``Periodic`` (``scheduleAtFixedRate``). The other timers (``SetTimer``) are
+    loops that re-arm themselves or one-shot waits: the HA client's loop and the connections' housekeeping (what
+    LIVE-HA-TRANSFER watches), a controller group's election and heartbeat timers (LIVE-MASTER), the store's flush
+    and dispatch, RPC timeouts and sleeps."""
+    world = ctx.world
+    now = world.now
+    allowance = periodic_allowance(at.timeouts)
+    for name, actor in sorted(world.processes().items()):
+        for task in actor.periodics:
+            if task.cancelled:
+                continue
+            due = task_overdue(task.created, task.initial, task.period, task.last_start, now, allowance)
+            if due is not None:
+                last = "never" if task.last_start is None else f"last at {task.last_start} ms"
+                why = "suppressed by an exception" if task.suppressed else \
+                    "its run still in progress" if task.strand.busy else "not rescheduled"
+                return violated(f"{_since(ctx, at)}: {name}'s periodic task {task.name} (every {task.period} ms) "
+                                f"has not run since {due} ms ({last}; {why})", node=name, task=task.name)
+    return None
+
+
+def task_overdue(created: int, initial: int, period: int, last_start: int | None, now: int,
+                 allowance: int) -> int | None:
+    """LIVE-TASKS for one task (not cancelled) at ``now``: the time since which it should have started a run and
+    has not, or None. A task whose first run is not due yet is fine; one whose first run fell in the last period
+    plus ``allowance`` must have started it; any other must have started a run within that window."""
+    first = created + initial
+    if first > now:
+        return None
+    due = max(first, now - period - allowance)
+    return due if last_start is None or last_start < due else None
+
+
+def _since(ctx: Context, at: Settle) -> str:
+    return f"{ctx.world.now - at.heal} ms after the heal point ({at.heal} ms)"
+
+
+def _info(info: SyncStateInfo) -> dict[str, object]:
+    return {"master": info.master_broker_id, "masterEpoch": info.master_epoch,
+            "syncStateSet": sorted(info.sync_state_set), "syncStateSetEpoch": info.sync_state_set_epoch}
+
+
+def _statuses(ctx: Context) -> dict[str, object]:
+    out: dict[str, object] = {}
+    for b in ctx.world.brokers:
+        node = ctx.world.broker(b)
+        out[b] = node.status() if node is not None else None
+    return out

@@ -1,0 +1,155 @@
+"""The settle tail of a run with progress checks (``[sim] progress``): no new fault, then the LIVE-* invariants.
+
+Theory of operation. A run's fault phase ends where it always did (``max_steps``, ``max_time``, or for the Hypothesis
+machines the time their rules reached). With ``[sim] progress`` on, the run then goes on (``Tail``):
+
+1. The fault generator draws nothing more (its pending draw leaves the heap). What the faults already taken still
+   have scheduled runs: the heals, restarts and resumes of a generated run, every later action of an explicit
+   schedule; but a generated run leaves a broker that is down for good with probability ``DEAD_CHANCE`` (its
+   pending restart is dropped, a draw of the run's ``settle`` stream), so that the progress checks also see a set
+   that lost a replica for good (LIVE-SSS-NO-DEAD).
+2. The *heal point* is the time of the last pending action, or later when a fault's effect outlasts it (a lossy
+   window's ``until``, a slow commit or apply, a stalled dispatch: ``effect_end``). There the run records a
+   ``settle`` step: *healed* when no partition is left, no process is paused, and the nameserver, every controller
+   node and the producer run; the brokers then down are *dead* (the schedule left them down). A run that is not
+   healed ends there, unchecked.
+3. Each progress invariant is checked at the heal point plus its settle bound (``impl/invariants/settle.py``), in a
+   ``progress-check`` step; two probe sends (``probe`` steps) go out for LIVE-PUTS. The run ends after the last
+   check, or at its first violation.
+
+A trace header without ``[sim] progress`` (every trace written before it) replays as before: the tail does not run.
+Everything here is a function of the heap and the configuration, so the tail is deterministic.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import TYPE_CHECKING
+
+from ..invariants.registry import progress_invariants
+from ..invariants.settle import Settle, Timeouts, probe_gap, probe_start, total
+from .actions import Action
+from .clients import ProducerNode
+from .config import Config
+from .events import SettleEvent
+
+if TYPE_CHECKING:
+    from .world import Simulation
+
+DEAD_CHANCE = 0.5
+"""A generated run's broker down at the end of the fault phase stays down with this probability."""
+
+TAIL_STEPS = 400_000
+"""Steps the tail may take beyond the fault phase's (a run far busier than any healthy one ends unchecked)."""
+
+
+def effect_end(a: Action) -> int:
+    """When a fault action's effect is over (its own time for the instantaneous ones). A new fault kind whose effect
+    lasts says so here."""
+    if a["do"] == "net":
+        return int(a["until"])
+    if a["do"] in ("slow-commit", "slow-apply"):
+        return int(a["t"]) + int(a["duration"]) + int(a["extra"])
+    if a["do"] == "slow-dispatch":
+        return int(a["t"]) + int(a["ms"])
+    return int(a["t"])
+
+
+def timeouts(cfg: Config) -> Timeouts:
+    return Timeouts(cfg.controller, cfg.broker, cfg.store, cfg.cluster.controllers, cfg.workload.send_timeout)
+
+
+def deadlines(t: Timeouts) -> dict[int, list[str]]:
+    """Settle bound -> the progress invariants checked then, in catalogue order."""
+    out: dict[int, list[str]] = {}
+    for inv in progress_invariants():
+        assert inv.settle is not None
+        out.setdefault(total(inv.settle(t)), []).append(inv.id)
+    return dict(sorted(out.items()))
+
+
+class Tail:
+    """The settle tail of one simulation (see the module's theory)."""
+
+    def __init__(self, sim: Simulation, end: int) -> None:
+        self.sim = sim
+        self.end = end
+        self.timeouts = timeouts(sim.cfg)
+        self.settle: Settle | None = None
+        self.last_check = -1
+
+    def start(self) -> None:
+        """The fault phase has ended at ``end`` (every event up to it has run): no new fault from now on."""
+        sim = self.sim
+        keep = [e for e in sim._heap if e[2] != SETTLE_GEN]
+        if sim.generator is not None:
+            rng = sim._root.fork("settle")
+            restarts = sorted((e for e in keep if e[2] == SETTLE_ACT and e[3][0]["do"] == "restart"
+                               and e[3][0]["node"] in sim.brokers), key=lambda e: (e[0], e[1]))
+            dropped = {id(e) for e in restarts if rng.chance(DEAD_CHANCE)}
+            keep = [e for e in keep if id(e) not in dropped]
+        sim._heap = keep
+        heapq.heapify(sim._heap)
+        sim.max_time = None
+        sim.max_steps = sim.step + TAIL_STEPS
+        last = max([e[0] for e in sim._heap if e[2] == SETTLE_ACT] + [self.end])
+        sim._push(last, SETTLE, None)
+
+    def on_settle(self, rec: bool) -> None:
+        """The last pending action has run: wait out the longest effect, then take the heal point."""
+        sim = self.sim
+        if sim.quiet_at > sim.now:
+            if rec:
+                sim._step_event = {"ev": "settle", "wait": sim.quiet_at}
+            sim._push(sim.quiet_at, SETTLE, None)
+            return
+        up = sim.up
+        healed = not any(sim.blocked.values()) and not sim.paused and up[sim.nameserver] and up["p1"] \
+            and all(up[c] for c in sim.controllers)
+        dead = tuple(b for b in sim.brokers if not up[b])
+        if rec:
+            event: SettleEvent = {"ev": "settle", "healed": healed}
+            if dead:
+                event["dead"] = list(dead)
+            sim._step_event = event
+        if not healed:
+            sim.max_steps = sim.step  # the run ends here, unchecked
+            return
+        self.settle = Settle(sim.now, dead, self.timeouts)
+        plan = deadlines(self.timeouts)
+        for bound in plan:
+            sim._push(sim.now + bound, CHECK, bound)
+        self.last_check = sim.now + max(plan)
+        first = sim.now + probe_start(self.timeouts)
+        for at in (first, first + probe_gap(self.timeouts)):
+            sim._push(at, PROBE, None)
+
+    def on_probe(self, rec: bool) -> None:
+        sim = self.sim
+        producer = sim.nodes.get("p1")
+        assert self.settle is not None
+        if not isinstance(producer, ProducerNode) or not sim.up["p1"]:
+            if rec:
+                sim._step_event = {"ev": "probe", "key": None}
+            return
+        producer.now = sim.now
+        (key,) = producer.produce(1)
+        self.settle.probes.append(key)
+        if rec:
+            sim._step_event = {"ev": "probe", "key": key}
+        sim._drain(producer)
+
+    def on_check(self, bound: int, rec: bool) -> None:
+        sim = self.sim
+        assert self.settle is not None
+        ids = deadlines(self.timeouts)[bound]
+        if rec:
+            sim._step_event = {"ev": "progress-check", "ids": ids, "bound": bound}
+        sim.check_progress(ids, self.settle)
+        if sim.now >= self.last_check:
+            sim.max_steps = sim.step  # the last check: the run ends with this step
+
+
+# heap event kinds of the simulator that the tail reads or adds (world.py owns the numbering)
+SETTLE_ACT, SETTLE_GEN = 6, 7
+SETTLE, PROBE, CHECK = 9, 10, 11

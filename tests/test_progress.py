@@ -1,0 +1,178 @@
+"""The progress invariants (LIVE-*) and the settle tail that checks them (``impl/invariants/progress.py``,
+``impl/invariants/settle.py``, ``impl/sim/settle.py``).
+
+Each LIVE-* id fails in its bug switch's scenario (``tests/test_bugs.py`` runs them all, on and off); here: the settle
+bounds are sums of RocketMQ's timeouts, the tail only appends to a run and is off unless ``[sim] progress`` says so
+(old trace headers replay as before), its steps come in the order of the bounds, a generated run may leave a broker
+dead, and the per-task predicate of LIVE-TASKS.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rmqha.impl import bugs as B
+from rmqha.impl.invariants import BY_ID, progress_invariants
+from rmqha.impl.invariants.progress import task_overdue
+from rmqha.impl.invariants.settle import master_terms, total
+from rmqha.impl.sim.config import Config, config_from_dict, default_config
+from rmqha.impl.sim.runner import run, run_header
+from rmqha.impl.sim.scenarios import SCENARIOS
+from rmqha.impl.sim.settle import deadlines, timeouts
+from rmqha.impl.trace import parse
+
+LIVE = ("LIVE-MASTER", "LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP", "LIVE-HA-TRANSFER", "LIVE-PUTS", "LIVE-TASKS")
+QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0}}
+
+
+def _steps(text: str) -> list[dict]:
+    return [json.loads(x) for x in text.splitlines()[1:-1]]
+
+
+def _progress(cfg: Config, on: bool = True) -> Config:
+    return config_from_dict({"sim": {"progress": on}}, cfg)
+
+
+def test_the_catalogue_holds_the_six_progress_invariants_each_with_a_switch() -> None:
+    assert tuple(i.id for i in progress_invariants()) == LIVE
+    for inv_id in LIVE:
+        inv = BY_ID[inv_id]
+        assert inv.kind == "progress" and inv.settle is not None and not inv.on and not inv.reads
+        switches = [b for b in B.BUGS.values() if b.invariant == inv_id and b.kind == "switch"]
+        assert len(switches) == 1 and switches[0].name in SCENARIOS, inv_id
+
+
+def test_settle_bounds_are_sums_of_the_configured_timeouts() -> None:
+    """Every bound is the sum of its stages; a longer RocketMQ timeout lengthens exactly the bounds it is a stage of,
+    by as much; a controller group adds its stages."""
+    safe = default_config("safe")
+    t = timeouts(safe)
+    for inv in progress_invariants():
+        assert inv.settle is not None
+        terms = inv.settle(t)
+        assert terms and all(term.ms > 0 for term in terms) and total(terms) == sum(term.ms for term in terms)
+    longer = dataclasses.replace(safe.broker, controller_heartbeat_timeout_mills=25_000)
+    assert total(master_terms(dataclasses.replace(t, broker=longer))) == total(master_terms(t)) + 15_000
+    group = timeouts(default_config("fidelity"))
+    assert group.controllers == 3 and total(master_terms(group)) > total(master_terms(t))
+    plan = deadlines(t)
+    assert sorted(i for ids in plan.values() for i in ids) == sorted(LIVE)
+    assert list(plan) == sorted(plan)
+
+
+def test_progress_is_off_and_quiet_by_default() -> None:
+    assert not default_config("safe").sim.progress
+    assert "progress" not in default_config("safe").to_dict()["sim"]
+    assert _progress(default_config("safe")).to_dict()["sim"]["progress"] is True
+    r = run(config_from_dict(QUIET, default_config("safe")), 3, 100_000, schedule=[], max_time=8000)
+    assert not [s for s in _steps(r.text or "") if s["ev"] in ("settle", "probe", "progress-check")]
+
+
+def test_the_settle_tail_only_appends_and_checks_in_bound_order() -> None:
+    """The same explicit run with and without ``[sim] progress``: identical up to the end of its fault phase (but
+    the header), then a settle step at the heal point, the probes and one check per bound, in order; it replays
+    from its header byte for byte."""
+    base = config_from_dict(QUIET, default_config("safe"))
+    schedule = [{"t": 6000, "do": "crash", "node": "b1"}, {"t": 9000, "do": "restart", "node": "b1"}]
+    fixes = list(B.FIXES_ALL)
+    off = run(base, 4, 100_000, bugs=fixes, schedule=schedule, max_time=12_000)
+    on = run(_progress(base), 4, 100_000, bugs=fixes, schedule=schedule, max_time=12_000)
+    assert off.text is not None and on.text is not None and on.violation is None
+    plain, settled = off.text.splitlines()[1:-1], on.text.splitlines()[1:-1]
+    assert settled[:len(plain)] == plain
+    tail = [s for s in _steps(on.text) if s["ev"] in ("settle", "probe", "progress-check")]
+    assert tail[0]["ev"] == "settle" and tail[0]["healed"] is True and tail[0]["t"] == 12_000
+    checks = [s for s in tail if s["ev"] == "progress-check"]
+    plan = deadlines(timeouts(base))
+    assert [(c["t"] - 12_000, c["ids"]) for c in checks] == list(plan.items())
+    assert len([s for s in tail if s["ev"] == "probe"]) == 2
+    header, _, footer = parse(on.text)
+    assert header["config"]["sim"]["progress"] is True
+    assert run_header(header).digest == footer["hash"]
+
+
+def test_an_unhealed_run_ends_unchecked_and_a_broker_left_down_is_dead() -> None:
+    base = _progress(config_from_dict(QUIET, default_config("safe")))
+    cut = [{"t": 6000, "do": "partition", "id": "p", "links": [["b1", "b3"]]}]
+    r = run(base, 4, 100_000, bugs=list(B.FIXES_ALL), schedule=cut, max_time=8000)
+    settle = [s for s in _steps(r.text or "") if s["ev"] == "settle"]
+    assert [s.get("healed") for s in settle] == [False] and _steps(r.text or "")[-1]["ev"] == "settle"
+    dead = run(base, 4, 100_000, bugs=list(B.FIXES_ALL), schedule=[{"t": 6000, "do": "crash", "node": "b1"}],
+               max_time=8000)
+    assert [s.get("dead") for s in _steps(dead.text or "") if s["ev"] == "settle"] == [["b1"]]
+    assert dead.violation is None  # b1 leaves the SyncStateSet; the others go on
+
+
+def test_a_generated_run_may_leave_a_broker_dead() -> None:
+    """Seed 1's fault phase (3000 steps) ends with b1 down, its restart pending: the tail drops the restart (the
+    run's ``settle`` stream), so the checks see a set that lost b1 for good; seed 2's ends with every broker up."""
+    cfg = _progress(default_config("safe"))
+    for seed, dead in ((1, ["b1"]), (2, None)):
+        r = run(cfg, seed, 3000, bugs=list(B.FIXES_ALL))
+        (settle,) = [s for s in _steps(r.text or "") if s["ev"] == "settle" and "healed" in s]
+        assert settle["healed"] and settle.get("dead") == dead and r.violation is None
+
+
+@pytest.mark.parametrize("inv_id", LIVE)
+def test_each_progress_invariant_fails_with_its_switch_only(inv_id: str) -> None:
+    """LIVE-MASTER, LIVE-SSS-NO-DEAD, LIVE-SSS-CATCHUP, LIVE-HA-TRANSFER, LIVE-PUTS, LIVE-TASKS: the scenario of the
+    switch that breaks it fails it at the heal point plus its bound, and is clean without the switch."""
+    (name,) = [b.name for b in B.BUGS.values() if b.invariant == inv_id and b.kind == "switch"]
+    s = SCENARIOS[name]
+    on = run(s.config_for(True), s.seed, 200_000, bugs=s.bugs(True), schedule=s.schedule, max_time=s.max_time)
+    assert on.violation is not None and on.violation.invariant == inv_id, on.violation
+    bound = [b for b, ids in deadlines(timeouts(s.config_for(True))).items() if inv_id in ids]
+    settle = next(x for x in _steps(on.text or "") if x["ev"] == "settle" and "healed" in x)
+    assert bound == [on.violation.time - settle["t"]]
+    off = run(s.config_for(False), s.seed, 200_000, bugs=s.bugs(False), schedule=s.schedule, max_time=s.max_time,
+              record=False)
+    assert off.violation is None, off.violation
+
+
+@pytest.mark.parametrize("created,initial,period,last,now,expect", [
+    (0, 3000, 5000, None, 2000, None),  # its first run is not due yet
+    (0, 3000, 5000, None, 4000, 3000),  # due at 3000, never ran
+    (0, 3000, 5000, 3000, 20_000, None),  # ran at its first tick, within the window (20000 - 5000 - 14000)
+    (0, 3000, 5000, 3000, 30_000, 11_000),  # nothing since: overdue since 30000 - 5000 - 14000
+    (0, 3000, 5000, 12_000, 30_000, None),
+])
+def test_task_overdue(created: int, initial: int, period: int, last: int | None, now: int,
+                      expect: int | None) -> None:
+    assert task_overdue(created, initial, period, last, now, 14_000) == expect
+
+
+def test_simulate_turns_progress_on_for_new_runs(tmp_path: Path) -> None:
+    for flags, on in (([], True), (["--no-progress"], False)):
+        path = tmp_path / f"t{on}.jsonl"
+        p = subprocess.run([sys.executable, "-m", "rmqha", "simulate", "--seed", "2", "--steps", "300", "--trace",
+                            str(path), *flags], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stdout + p.stderr
+        header = json.loads(path.read_text().splitlines()[0])
+        assert header["config"]["sim"].get("progress", False) is on
+        assert ('"ev":"progress-check"' in path.read_text()) is on
+
+
+# ``rmqha simulate --seed N --bug NAME [--fix all]`` exits 1 with the switch's LIVE-* id: the seed of each, under the
+# generated faults (the first seed that does, searched from 1; --fix all where unfixed findings fire first)
+SIMULATE_SEEDS = {
+    B.SYNC_SKIPS_BROKER_ELECT: (22, False),
+    B.ALTER_CHECKS_OLD_SET_ALIVE: (17, True),
+    B.EXPAND_CHECKS_UNION: (10, True),
+    B.HA_READ_TIME_ON_HANDSHAKE_ONLY: (1, True),
+    B.ROUTE_CHANGE_IGNORES_ADDRESSES: (1, True),
+    B.SYNC_METADATA_TASK_DIES: (2, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIMULATE_SEEDS))
+def test_a_generated_run_catches_each_progress_switch(name: str) -> None:
+    """What ``rmqha simulate`` runs (the safe profile, progress on, 20 000 steps of random faults)."""
+    seed, fix_all = SIMULATE_SEEDS[name]
+    bugs = sorted({name, *(B.FIXES_ALL if fix_all else ())})
+    r = run(_progress(default_config("safe")), seed, 20_000, bugs=bugs, record=False)
+    assert r.violation is not None and r.violation.invariant == B.BUGS[name].invariant, r.violation
