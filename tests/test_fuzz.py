@@ -33,7 +33,11 @@ if not java_status()[0]:
     pytest.skip("Spark needs Java 17 (rmqha doctor)", allow_module_level=True)
 
 SAFE = default_config("safe")
-TARGETS = sorted(n for n, b in B.BUGS.items() if b.kind in ("switch", "config"))
+# alter-checks-old-set-alive (LIVE-SSS-NO-DEAD) needs a slave that is down at the heal point and stays dead: the
+# swarm's schedules leave one so in too few seeds for a small campaign (0 of 40 fuzz seeds, 1 of 40 simulate seeds:
+# seed 17, tests/test_progress.py); the Hypothesis suite finds it (property_tests/test_bug_switches.py)
+NOT_BY_FUZZ = {B.ALTER_CHECKS_OLD_SET_ALIVE}
+TARGETS = sorted(n for n, b in B.BUGS.items() if b.kind in ("switch", "config") and n not in NOT_BY_FUZZ)
 
 
 def _only(family: str, **extra):
@@ -61,6 +65,8 @@ def _campaign(spark, out, bugs, fuzz=None, **kw):
     shutil.rmtree(out, ignore_errors=True)
     names = sorted(bugs)
     cfg = config_from_dict(B.config_overlay(names), SAFE)
+    if any(B.BUGS[n].invariant.startswith("LIVE-") for n in names):  # as `rmqha fuzz` runs (its settle tail on)
+        cfg = config_from_dict({"sim": {"progress": True}}, cfg)
     opts = options_from(str(out), cfg.to_dict(), {**SMALL, **(fuzz or {})}, bugs=names, disabled=precursors_off(names),
                         **kw)
     return Campaign(spark, opts).run()
