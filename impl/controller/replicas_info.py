@@ -301,7 +301,7 @@ class ReplicasInfoManager:
             return result.fail(ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH,
                                f"Rejecting alter syncStateSet request because the current syncStateSet epoch is:"
                                f"{{{info.sync_state_set_epoch}}}, not {{{sync_state_set_epoch}}}")
-        for replica in sorted(new_sss):  # HashSet<Long> iteration order for small ids
+        for replica in sorted(new_sss) if B.ALTER_SKIPS_MEMBER_CHECKS not in self.bugs else []:  # HashSet order
             if not replicas.is_broker_exist(replica):
                 return result.fail(ResponseCode.CONTROLLER_INVALID_REPLICAS,
                                    "Rejecting alter syncStateSet request because the replicas "

@@ -53,7 +53,7 @@ class Scenario:
         return config_from_dict(settings, cfg) if settings else cfg
 
     def bugs(self, on: bool) -> list[str]:
-        extra = [self.bug] if on and B.BUGS[self.bug].kind in ("switch", "fidelity", "upstream") else []
+        extra = [self.bug] if on and B.BUGS[self.bug].kind in ("switch", "fidelity", "upstream", "guard") else []
         return sorted([*self.fixes, *extra])
 
     def config_for(self, on: bool) -> Config:

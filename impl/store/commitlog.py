@@ -232,6 +232,8 @@ class MessageStore:
                                    file_size=cfg.mapped_file_size_commit_log if file_boundaries else 0)
         self.commitlog.spans_allowed = B.APPEND_SPANS_FILE in bugs
         self.epoch_cache = EpochFileCache(disk.write_epoch_file)
+        self.epoch_cache.unchecked = B.EPOCH_APPEND_UNCHECKED in bugs
+        self.keep_split_confirm = B.RECOVER_KEEPS_SPLIT_CONFIRM in bugs
         if disk.epoch_file:
             self.epoch_cache.init_cache_from_file(disk.epoch_file)
         self.role = BrokerRole(cfg.broker_role) if not controller_mode else BrokerRole.ASYNC_MASTER
@@ -284,7 +286,7 @@ class MessageStore:
                 self._set_confirm(log.min_offset)
             elif normally and self.confirm_offset > process:
                 self._set_confirm(process)
-            elif not normally and self.confirm_offset > last_confirm_valid:
+            elif not normally and self.confirm_offset > last_confirm_valid and not self.keep_split_confirm:
                 self._set_confirm(last_confirm_valid)
         else:
             self._set_confirm(process)
@@ -359,13 +361,14 @@ class MessageStore:
     def reput_end_offset(self) -> int:
         return self.max_phy_offset if self.cfg.read_uncommitted else self.get_confirm_offset()
 
-    def do_reput(self, is_master_id: bool) -> int:
-        """``ReputMessageService.doReput``; returns how many messages were dispatched."""
+    def do_reput(self, is_master_id: bool, batch: int | None = None) -> int:
+        """``ReputMessageService.doReput``; returns how many messages were dispatched (at most ``batch``: with
+        ``[sim] interleave`` the reput runs a few messages at a time, other threads in between)."""
         end = self.reput_end_offset()
         buf = self.commitlog.data
         limit = len(buf)
         n = 0
-        while self.reput_from_offset < end and self.reput_from_offset < limit:
+        while self.reput_from_offset < end and self.reput_from_offset < limit and (batch is None or n < batch):
             size, key = check(buf, self.reput_from_offset, limit)
             if size > 0 and key is None:  # a filler: rollNextFile (nothing to dispatch)
                 if self.reput_from_offset + size > end:
