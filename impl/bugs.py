@@ -60,11 +60,12 @@ FIX_TRUNCATE_CLEARS_FILE = "fix-truncate-clears-file"
 FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
 FIX_SYNC_DELETES_ONLY_MISSING = "fix-sync-deletes-only-missing"
 FIX_SHRINK_WAITS_FOR_CONTROLLER = "fix-shrink-waits-for-controller"
+FIX_FENCE_OLD_INCARNATION = "fix-fence-old-incarnation"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
              FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES,
-             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER)
+             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_FENCE_OLD_INCARNATION)
 
 
 @dataclass(frozen=True)
@@ -322,6 +323,13 @@ BUGS: dict[str, Bug] = {
             "With local-shrink-on-disconnect (5.4.0+): a closed connection's member leaves the local SyncStateSet only "
             "when the controller accepts the shrink (setSyncStateSet, 5.3.3's rule); until then the ack set keeps "
             "it. Without that switch it changes nothing.", kind="fix"),
+        Bug(FIX_FENCE_OLD_INCARNATION, "SYNC-SSS-HOLDS-ACKED",
+            "ControllerRequestProcessor / ReplicasInfoManager.alterSyncStateSet",
+            "finding F-PROPOSAL-AFTER-RESTART (docs/findings)",
+            "The controller fences the alterSyncStateSet of a master process older than the master's latest "
+            "registration: it keeps, per broker id, the process incarnation its latest REGISTER_BROKER_TO_CONTROLLER "
+            "came from (in the kit, the connection: one per process), and answers a request of an earlier one with "
+            "CONTROLLER_FENCED_MASTER_EPOCH.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas: an unclean master may lack acknowledged messages)",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

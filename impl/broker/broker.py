@@ -18,6 +18,9 @@ Rules (``BrokerController`` in controller mode, ``SendMessageProcessor``, ``Comm
   sub-steps that other events interleave with (``gap``: a seeded pause of 0-20 ms between them): a role change
   (``replicas_manager.py``) and the reput, which dispatches 1-4 messages at a time (``ReputMessageService.doReput``
   loops message by message while puts, acks and HA frames go on). Off, every step runs whole, as before.
+  Recovery is not cut: ``BrokerController.initialize`` runs ``DefaultMessageStore.load`` / ``recover`` on the main
+  thread before any service thread starts, so nothing interleaves with it (a crash during it is a crash before the
+  process ran: the next start recovers the same files).
 * A ``crash-at`` fault (``impl/sim/world.py``) aimed at a role change's boundary sets ``trap_points``: the broker then
   says so there (``brk.point``) and waits, and the simulator kills it before anything after the boundary runs.
 
