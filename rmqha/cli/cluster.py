@@ -79,7 +79,7 @@ def register(sub: Any) -> dict[str, Handler]:
     t.add_argument("--duration", type=float, default=20.0, help="seconds of workload after warm-up (default 20)")
     t.add_argument("--faults", default="kill-master", help="comma-separated recipes, played in order: kill-master, "
                                                            "pause-master, partition-master, isolate-master, "
-                                                           "kill-controller")
+                                                           "kill-controller, stale-request")
     t.add_argument("--down", type=float, default=4.0, help="seconds a killed / paused / cut master stays so")
     t.add_argument("--settle", type=float, default=20.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
