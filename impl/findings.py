@@ -105,6 +105,14 @@ FINDINGS: dict[str, Finding] = {
                 "AutoSwitchHAService.removeConnection (5.4.0+: the local SyncStateSet shrunk under the write lock "
                 "when the connection closes, besides the proposal)",
                 "introduced by apache/rocketmq PR #9897 (5.4.0, 5.5.0); new", needs=(B.LOCAL_SHRINK_ON_DISCONNECT,)),
+        Finding("F-PROPOSAL-AFTER-RESTART",
+                "A killed master's SyncStateSet proposal, held by TCP, reaches the controller after the master "
+                "restarted and re-registered, and puts a lagging slave into the SyncStateSet",
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-CONFIRM-BOUND"), B.FIX_FENCE_OLD_INCARNATION,
+                "ReplicasInfoManager.alterSyncStateSet (checks the request's epochs, nothing that tells two processes "
+                "of the master apart) + DefaultBrokerHeartbeatManager.onBrokerChannelClose (the old connection's "
+                "close reports the restarted master inactive)",
+                "new (the implementation path of model finding M-PROPOSAL-OUTLIVES-RESTART)"),
     ]
 }
 

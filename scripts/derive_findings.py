@@ -54,6 +54,17 @@ EXPLICIT: dict[str, dict] = {
                      {"t": 31000, "do": "produce", "count": 6, "size": None},
                      {"t": 33000, "do": "crash", "node": "b2"}],
     },
+    "F-PROPOSAL-AFTER-RESTART": {
+        # two brokers; master b2's link to the controller holds its requests (stale-request) while it proposes b1;
+        # b2 is killed, restarts, is cut from b1 and re-registers at the heal; it acknowledges alone; its dead
+        # process's proposal arrives 12 s after the heal, then that connection's close
+        "seed": 1,
+        "config": {"cluster": {"brokers": 2}, "workload": {"produce_interval": 0, "consume_interval": 0}},
+        "schedule": [{"t": 5000, "do": "partition", "id": "h", "links": [["b2", "ctl"]], "hold": 12000},
+                     {"t": 6000, "do": "crash", "node": "b2"}, {"t": 7000, "do": "restart", "node": "b2"},
+                     {"t": 7100, "do": "partition", "id": "c", "links": [["b2", "b1"], ["b1", "b2"]]},
+                     {"t": 9000, "do": "heal", "id": "h"}, {"t": 10000, "do": "produce", "count": 3}],
+    },
 }
 
 
@@ -64,6 +75,7 @@ SEARCH_CONFIG: dict[str, dict] = {
     "F-TOPIC-CONFIG-LOST-ON-FAILOVER": {"workload": {"queues": 4, "topic_config": True},
                                         "faults": {"weights": {"expand-queues": 2.0}}},
     "F-SYNC-DELETES-EVERY-TOPIC": {"workload": {"queues": 4, "topic_config": True, "other_topics": 2000}},
+    "F-PROPOSAL-AFTER-RESTART": {"faults": {"guards": True}},
 }
 
 
