@@ -161,3 +161,26 @@ def test_the_shrinker_keeps_the_new_kinds_it_needs():
     kept = {a["do"] for a in res.schedule}
     assert res.schedule and len(res.schedule) <= len(s.schedule) and "partition" in kept and "clean" in kept
     assert all(a.get("hold") == 3000 for a in res.schedule if a["do"] == "partition")
+
+
+def test_the_fuzz_swarm_draws_the_guards_apart_from_a_seeds_other_draws():
+    """[fuzz] guards: a seed's family, spacing, brokers and other kinds are what they were without the guards."""
+    from rmqha.spark_fuzz.schedule import draw_mix, mix_config
+    from rmqha.spark_fuzz.settings import FuzzSettings, settings_from_dict
+
+    safe = default_config("safe")
+    drew = 0
+    for seed in range(1, 31):
+        without = draw_mix(seed, safe, FuzzSettings(guards=0.0))
+        full = draw_mix(seed, safe, FuzzSettings(guards=1.0, adversarial=1.0))
+        assert (full.family, full.brokers, full.mean_interval) == (without.family, without.brokers,
+                                                                   without.mean_interval)
+        assert {k: w for k, w in full.weights.items() if k not in GUARD_KINDS} == without.weights
+        assert not without.interleave and full.interleave
+        drew += sum(1 for k in GUARD_KINDS if full.weights.get(k, 0) > 0)
+        cfg = mix_config(safe, full)
+        assert cfg.sim.interleave and config_from_dict(cfg.to_dict()).to_dict() == cfg.to_dict()
+    assert drew > 30
+    assert settings_from_dict({"guards": 0.5}).guards == 0.5
+    with pytest.raises(ValueError):
+        settings_from_dict({"adversarial": 2})

@@ -937,9 +937,12 @@ class Simulation(WorldView):
                 self._arm_points(name, node)
 
     def _arm_points(self, name: str, node: BrokerNode) -> None:
-        """A broker reaching a trapped role-change boundary says so (``brk.point``) and waits there."""
+        """A broker reaching a trapped role-change boundary says so (``brk.point``) and waits there; a broker up
+        for the first time under an empty-epoch trap has its last epoch noted (only a later one counts)."""
         trap = self.traps.get(name) or self.traps.get("*")
         node.trap_points = {trap.point: trap.step} if trap is not None and trap.point == "role-change" else {}
+        if trap is not None and name not in trap.epochs:
+            trap.epochs[name] = node.ha.epoch_cache.last_epoch()
 
     def _check_traps(self) -> None:
         """At the end of a step: crash the brokers that reached their trap's point in it (``crash-at``)."""
