@@ -61,11 +61,13 @@ FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
 FIX_SYNC_DELETES_ONLY_MISSING = "fix-sync-deletes-only-missing"
 FIX_SHRINK_WAITS_FOR_CONTROLLER = "fix-shrink-waits-for-controller"
 FIX_FENCE_OLD_INCARNATION = "fix-fence-old-incarnation"
+FIX_NEW_CONNECTION_RECORDS_EPOCH = "fix-new-connection-records-epoch"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
              FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES,
-             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_FENCE_OLD_INCARNATION)
+             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_FENCE_OLD_INCARNATION,
+             FIX_NEW_CONNECTION_RECORDS_EPOCH)
 
 
 @dataclass(frozen=True)
@@ -330,6 +332,13 @@ BUGS: dict[str, Bug] = {
             "registration: it keeps, per broker id, the process incarnation its latest REGISTER_BROKER_TO_CONTROLLER "
             "came from (in the kit, the connection: one per process), and answers a request of an earlier one with "
             "CONTROLLER_FENCED_MASTER_EPOCH.", kind="fix"),
+        Bug(FIX_NEW_CONNECTION_RECORDS_EPOCH, "SYNC-CONFIRM-BOUND",
+            "AutoSwitchHAClient.closeMaster / HAClientReader.processReadResult (currentReceivedEpoch)",
+            "finding F-EPOCH-ENTRY-LOST-ON-RECONNECT (docs/findings)",
+            "A slave forgets the epoch it last received when its connection closes (currentReceivedEpoch = -1, as "
+            "init() does), so the first frame of its next connection records its epoch entry again: an entry the "
+            "handshake's truncateSuffixByOffset dropped (it started at the consistent point) comes back before any "
+            "byte of that epoch is appended.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas: an unclean master may lack acknowledged messages)",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",

@@ -113,6 +113,14 @@ FINDINGS: dict[str, Finding] = {
                 "of the master apart) + DefaultBrokerHeartbeatManager.onBrokerChannelClose (the old connection's "
                 "close reports the restarted master inactive)",
                 "new (the implementation path of model finding M-PROPOSAL-OUTLIVES-RESTART)"),
+        Finding("F-EPOCH-ENTRY-LOST-ON-RECONNECT",
+                "A slave that reconnects at the start of an epoch drops that epoch's entry and never records it "
+                "again; a later handshake then truncates the acknowledged messages it holds",
+                ("SYNC-CONFIRM-BOUND", "SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"),
+                B.FIX_NEW_CONNECTION_RECORDS_EPOCH,
+                "AutoSwitchHAClient.doTruncate (epochCache.truncateSuffixByOffset(truncateOffset) drops the entry "
+                "that starts at the consistent point) + HAClientReader.processReadResult (an entry is appended only "
+                "when masterEpoch != currentReceivedEpoch, which only init() resets, not a new connection)", "new"),
     ]
 }
 
