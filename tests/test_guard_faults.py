@@ -184,3 +184,18 @@ def test_the_fuzz_swarm_draws_the_guards_apart_from_a_seeds_other_draws():
     assert settings_from_dict({"guards": 0.5}).guards == 0.5
     with pytest.raises(ValueError):
         settings_from_dict({"adversarial": 2})
+
+
+def test_conformance_leaves_the_faults_at_the_guards_out_of_the_models_scope():
+    """The model has atomic steps and TCP's promises: a run with the faults at the guards or interleaved steps is
+    outside what ``rmqha conform`` checks (a crash inside a step, held and replayed messages), and says so."""
+    from rmqha.impl.sim.runner import header_for
+    from rmqha.models.conform import outside_model
+
+    safe = default_config("safe")
+    assert outside_model(safe, header_for(safe, 1, 10, [], None)) is None
+    for profile in ("guards", "adversarial"):
+        cfg = default_config(profile)
+        assert "faults at the guards" in (outside_model(cfg, header_for(cfg, 1, 10, [], None)) or "")
+    held: list[Action] = [{"t": 5, "do": "partition", "id": "h", "links": [["b1", "ctl"]], "hold": 100}]
+    assert "faults at the guards" in (outside_model(safe, header_for(safe, 1, 10, [], held)) or "")
