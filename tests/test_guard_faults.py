@@ -199,3 +199,21 @@ def test_conformance_leaves_the_faults_at_the_guards_out_of_the_models_scope():
         assert "faults at the guards" in (outside_model(cfg, header_for(cfg, 1, 10, [], None)) or "")
     held: list[Action] = [{"t": 5, "do": "partition", "id": "h", "links": [["b1", "ctl"]], "hold": 100}]
     assert "faults at the guards" in (outside_model(safe, header_for(safe, 1, 10, [], held)) or "")
+
+
+def test_the_generator_draws_each_kind_at_the_guards_with_its_variants():
+    """Each composite kind expands into its primitives (the stale request with and without a restart under it)."""
+    from rmqha.spark_fuzz.schedule import _Ghost
+
+    seen: dict[str, set[str]] = {}
+    gen = FaultGenerator(default_config("adversarial").faults, DetRng(7))
+    for kind in sorted(GUARD_KINDS):
+        for n in range(40):
+            gen.busy.clear()
+            actions = gen._make(kind, 1000 * n, _Ghost(3, lambda t: "b1"))
+            seen.setdefault(kind, set()).update(a["do"] for a in actions)
+            validate_actions(actions, lambda n: True)
+    assert seen["stale-request"] == {"partition", "crash", "restart", "heal"}
+    assert seen["ha-stale-tail"] == {"ha-stale", "break-ha", "crash", "restart"}
+    assert seen["crash-role-change"] == {"crash-at", "admin-elect", "restart"}
+    assert seen["ha-replay"] == {"ha-fault", "break-ha"} and seen["rpc-replay"] == {"rpc-replay"}

@@ -310,12 +310,13 @@ class FaultGenerator:
         master = world.believed_master()
         target = master if master in free and rng.chance(0.6) else rng.choice(free)
         ctls = list(getattr(world, "controllers", [world.controller]))
+        may_crash = self._down(world) < self.cfg.max_down  # before the target counts as busy
         self.busy.add(target)
         pid = self._pid()
         out: list[Action] = [{"t": now, "do": "partition", "id": pid, "links": [[target, c] for c in ctls],
                               "hold": rng.between(1000, 15_000)}]
         heal = now + rng.between(2000, 9000)
-        if rng.chance(0.5) and self._down(world) < self.cfg.max_down:
+        if rng.chance(0.5) and may_crash:
             crash_at = now + rng.between(200, 3000)
             back = crash_at + rng.between(1000, 4000)
             out += [{"t": crash_at, "do": "crash", "node": target, "powerLoss": False},
