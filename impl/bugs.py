@@ -150,7 +150,9 @@ BUGS: dict[str, Bug] = {
             "synthetic (the membership checks; a proposal that outlived its member reaches them when the link holds "
             "the request while the member is cleaned: fault stale-request)",
             "alterSyncStateSet no longer checks that every member of the proposed SyncStateSet is a registered broker "
-            "of the set and alive, so a proposal made before a member died and was cleaned re-adds it.",
+            "of the set and alive, so a proposal made before a member died and was cleaned re-adds it. (Without its "
+            "clean, the dead member re-added breaks no safety invariant: it freezes confirmOffset and times puts out "
+            "until the master's next shrink; only a liveness check sees it.)",
             kind="guard", needs=(("faults", "guards", True),)),
         Bug(RECOVER_KEEPS_SPLIT_CONFIRM, "SYNC-CONFIRM-BOUND",
             "CommitLog.recoverAbnormally (controller mode: confirmOffset > lastConfirmValidMsgPhyOffset -> corrected)",
