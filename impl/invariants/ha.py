@@ -8,6 +8,7 @@ import itertools
 
 from ..broker.broker import BrokerNode
 from ..observations import HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate
+from ..store.offsets import base_of
 from .context import Context, LogView, PairCache
 from .registry import Violated, invariant, violated
 
@@ -158,9 +159,10 @@ def truncate_prefix(ctx: Context, obs: HaTruncate | HaHandshakeDone) -> Violated
         return None
     n = slave.store.max_phy_offset
     mdata = master.store.commitlog.data
-    if len(mdata) < n or mdata[:n] != slave.store.commitlog.data[:n]:
-        diverge = next((i for i in range(min(n, len(mdata))) if mdata[i] != slave.store.commitlog.data[i]),
-                       min(n, len(mdata)))
+    sdata = slave.store.commitlog.data
+    if len(mdata) < n or mdata[:n] != sdata[:n]:
+        first = max(base_of(mdata), base_of(sdata))  # logs past offset 0 ([sim] base_offset) index from their base
+        diverge = next((i for i in range(first, min(n, len(mdata))) if mdata[i] != sdata[i]), min(n, len(mdata)))
         return violated(f"after the handshake {obs.get('n')} holds {n} bytes but they differ from {peer}'s log at "
                         f"byte {diverge} (its log has {len(mdata)})", obs=obs)
     return None

@@ -21,6 +21,7 @@ Rules (``S/CommitLog.java``, ``S/DefaultMessageStore.java``, ``AutoSwitchHAServi
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -314,9 +315,27 @@ class MessageStore:
             self.consume_queues.setdefault(q[0], {}).setdefault(q[1], d)
 
     def recover_topic_queue_table(self) -> None:
-        """``DefaultMessageStore.recoverTopicQueueTable``: each queue's next offset is its consume queue's max + 1."""
-        if self.queues:
-            self.topic_queue_table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
+        """``DefaultMessageStore.recoverTopicQueueTable`` -> ``ConsumeQueueStore.recoverOffsetTable``: each queue's next
+        offset is its consume queue's max + 1; in controller mode ``compensateForHA`` then reads the commit log from
+        confirmOffset (``CommitLog.getConfirmOffset``, 0 if -1) to its end, and each whole message there sets its
+        queue's next offset to its queue offset + 1 (the messages a restarted or promoted broker holds past what it
+        dispatched keep their queue offsets)."""
+        if not self.queues:
+            return
+        table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
+        if self.controller_mode:
+            log = self.commitlog
+            start = max(self.get_confirm_offset(), 0)
+            stop = log.torn[0] if log.torn else log.max_offset  # checkMessageAndReturnSize fails there: break
+            for rec in log.records[bisect.bisect_left(log.ends, start + 1):]:
+                if rec.offset < start:
+                    continue  # confirmOffset inside a message: the scan starts at the next one
+                if rec.offset >= stop:
+                    break
+                q = queue_of(log.data, rec.offset)
+                if q is not None:
+                    table[q[0]] = q[1] + 1
+        self.topic_queue_table = table
 
     # ---- offsets
     @property
