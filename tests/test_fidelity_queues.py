@@ -83,6 +83,7 @@ def test_the_queue_table_counts_the_messages_past_confirm_offset():
         body = queue_body(f"k{i}", 80, i % 2, i // 2)
         disk.commitlog += encode(f"k{i}", body, len(disk.commitlog), i)
     disk.checkpoint_confirm = len(disk.commitlog) // 3  # the end of k1: k0 and k1 are dispatched, k2..k5 are not
+    disk.abort = True  # a crash: recoverAbnormally dispatches up to confirmOffset only
     store = MessageStore(disk, default_config("safe").store, queues=2)
     assert {q: sorted(cq) for q, cq in store.consume_queues.items()} == {0: [0], 1: [0]}
     assert store.topic_queue_table == {0: 3, 1: 3}  # not {0: 1, 1: 1}, what the consume queues alone say
