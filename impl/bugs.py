@@ -28,6 +28,14 @@ HA_READ_TIME_ON_HANDSHAKE_ONLY = "ha-read-time-on-handshake-only"
 ROUTE_CHANGE_IGNORES_ADDRESSES = "route-change-ignores-addresses"
 SYNC_METADATA_TASK_DIES = "sync-metadata-task-dies"
 
+# guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
+SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
+EPOCH_APPEND_UNCHECKED = "epoch-append-unchecked"
+ALTER_SKIPS_MEMBER_CHECKS = "alter-skips-member-checks"
+RECOVER_KEEPS_SPLIT_CONFIRM = "recover-keeps-split-confirm"
+ROLE_CHANGE_SKIPS_DISPATCH_WAIT = "role-change-skips-dispatch-wait"
+SLAVE_REPORTS_AT_HANDSHAKE = "slave-reports-at-handshake"
+
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
 CONFIRM_MIN_INT32 = "confirm-min-int32"
@@ -60,11 +68,14 @@ FIX_MASTER_COVERS_ITS_QUEUES = "fix-master-covers-its-queues"
 FIX_SYNC_DELETES_ONLY_MISSING = "fix-sync-deletes-only-missing"
 FIX_SHRINK_WAITS_FOR_CONTROLLER = "fix-shrink-waits-for-controller"
 FIX_SLAVE_FOLLOWS_CURRENT_MASTER = "fix-slave-follows-current-master"
+FIX_FENCE_OLD_INCARNATION = "fix-fence-old-incarnation"
+FIX_NEW_CONNECTION_RECORDS_EPOCH = "fix-new-connection-records-epoch"
 FIXES_ALL = (FIX_TRANSFER_EPOCH_REFRESH, FIX_CONFIRM_WAITS_FIRST_ACK, FIX_VALIDATE_AFTER_COMMIT,
              FIX_PROPOSAL_KEEPS_EPOCHS, FIX_UNION_KEEPS_ALL_PROPOSALS, FIX_CONFIRM_SHORTCUT_USES_UNION,
              FIX_KEEP_OWN_EPOCH_ON_RESTART, FIX_EPOCH_EQ_REPLACES_EMPTY_EPOCH, FIX_TRANSFER_CHECKS_LOG_END,
              FIX_RECOVER_NORMALLY_UP_TO_CONFIRM, FIX_TRUNCATE_CLEARS_FILE, FIX_MASTER_COVERS_ITS_QUEUES,
-             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_SLAVE_FOLLOWS_CURRENT_MASTER)
+             FIX_SYNC_DELETES_ONLY_MISSING, FIX_SHRINK_WAITS_FOR_CONTROLLER, FIX_SLAVE_FOLLOWS_CURRENT_MASTER,
+             FIX_FENCE_OLD_INCARNATION, FIX_NEW_CONNECTION_RECORDS_EPOCH)
 
 
 @dataclass(frozen=True)
@@ -75,11 +86,13 @@ class Bug:
     reference: str
     description: str
     # "switch" (a code deviation), "config" (an expected-loss setting), "fix", "fidelity" (a code deviation
-    # in a part of the deployment that is off unless its settings, ``needs``, turn it on), or "upstream" (a rule of
-    # a later RocketMQ release than the 5.3.3 the core follows, so that a finding of that release can be run)
+    # in a part of the deployment that is off unless its settings, ``needs``, turn it on), "upstream" (a rule of
+    # a later RocketMQ release than the 5.3.3 the core follows, so that a finding of that release can be run), or
+    # "guard" (issue 21: a guard of RocketMQ's removed or weakened, which only the faults at the guards or the
+    # interleaved steps reach; ``needs``: the settings that turn those on)
     kind: str = "switch"
     settings: tuple[tuple[str, str, object], ...] = ()  # for kind == "config": (section, key, value)
-    needs: tuple[tuple[str, str, object], ...] = ()  # for kind == "fidelity": the settings that turn its part on
+    needs: tuple[tuple[str, str, object], ...] = ()  # fidelity, guard: the settings that turn its part on
 
 
 BUGS: dict[str, Bug] = {
@@ -165,6 +178,60 @@ BUGS: dict[str, Bug] = {
             "A metadata sync whose getReplicaInfo call fails (the controller unreachable: a RemotingTimeoutException) "
             "throws out of the scheduled task, and scheduleAtFixedRate suppresses every later run: the broker no "
             "longer learns role changes it was not notified of."),
+        Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
+            "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
+            "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "
+            "only an HA write duplicated or reordered beyond TCP reaches it: faults ha-dup, ha-reorder)",
+            "The slave appends a TRANSFER frame's body at its log end whatever offset the frame names, instead of "
+            "closing the connection when the offset is not its max offset.",
+            kind="guard", needs=(("faults", "adversarial", True),)),
+        Bug(EPOCH_APPEND_UNCHECKED, "EPOCH-FILE-WF",
+            "EpochFileCache.appendEntry (lastEntry.epoch >= entry.epoch || lastEntry.startOffset >= "
+            "entry.startOffset: rejected)",
+            "synthetic (the epoch file's append guard; a frame of an older epoch reaches it when an old connection's "
+            "write is replayed on a new one: fault ha-replay)",
+            "The epoch cache appends an entry whatever its epoch and start, closing the last entry at the new start, "
+            "instead of rejecting an entry that does not come after the last one.",
+            kind="guard", needs=(("faults", "guards", True),)),
+        Bug(ALTER_SKIPS_MEMBER_CHECKS, "CTL-SSS-REGISTERED",
+            "ReplicasInfoManager.alterSyncStateSet (check 6: every new member registered, then alive)",
+            "synthetic (the membership checks; a proposal that outlived its member reaches them when the link holds "
+            "the request while the member is cleaned: fault stale-request)",
+            "alterSyncStateSet no longer checks that every member of the proposed SyncStateSet is a registered broker "
+            "of the set and alive, so a proposal made before a member died and was cleaned re-adds it. (Without its "
+            "clean, the dead member re-added breaks no safety invariant: it freezes confirmOffset and times puts out "
+            "until the master's next shrink; only a liveness check sees it.)",
+            kind="guard", needs=(("faults", "guards", True),)),
+        Bug(RECOVER_KEEPS_SPLIT_CONFIRM, "SYNC-CONFIRM-BOUND",
+            "CommitLog.recoverAbnormally (controller mode: confirmOffset > lastConfirmValidMsgPhyOffset -> corrected)",
+            "synthetic (the clamp of a recovered confirmOffset to the last whole confirmed message; a crash while "
+            "confirmOffset splits a message reaches it: fault crash-split-confirm)",
+            "After a crash, recovery keeps the checkpoint's confirmOffset even when it lies past the last whole "
+            "message it kept (inside the partial message the recovery cut off), instead of lowering it to that "
+            "message's end.",
+            kind="guard", needs=(("faults", "guards", True),)),
+        Bug(ROLE_CHANGE_SKIPS_DISPATCH_WAIT, "QUEUE-OFFSET-GAPLESS",
+            "AutoSwitchHAService.changeToMaster (while (dispatchBehindBytes() > 0) Thread.sleep(100), then "
+            "recoverTopicQueueTable)",
+            "synthetic (the role change's order against the reput thread; in the kit's atomic steps the reput's "
+            "catch-up is part of the role change, so only [sim] interleave, where the reput runs on its own, "
+            "reaches it)",
+            "A broker turning master recovers its topic queue table without waiting for the reput to dispatch what "
+            "it has not yet (the tail its promotion just confirmed), so its first puts get queue offsets that the "
+            "undispatched messages already hold.", kind="guard",
+            needs=(("sim", "interleave", True), ("workload", "queues", 2))),
+        Bug(SLAVE_REPORTS_AT_HANDSHAKE, "SYNC-ACK-ALL",
+            "AutoSwitchHAClient.doTruncate -> reportSlaveMaxOffset (reports only when the max offset grew; the next "
+            "report waits for transferFromMaster's haSendHeartbeatInterval, 5 s) against "
+            "CommitLog.GroupTransferService.doWaitTransfer (counts connections, not slaves)",
+            "synthetic (an eager first report; a stale connection of the same slave, whose FIN is late, reaches it: "
+            "fault ha-stale-tail)",
+            "A reconnected slave reports its max offset right after the handshake, grown or not. The master still "
+            "holding the slave's previous connection (its FIN late) counts both connections' acks for a waiting "
+            "put, which is then acknowledged without another member of the SyncStateSet. RocketMQ's slave reports a "
+            "new connection's offset only on growth or at its 5 s heartbeat, after the put's 3 s slaveTimeout: the "
+            "timing is what keeps the per-connection count from acknowledging it.",
+            kind="guard", needs=(("faults", "guards", True),)),
         Bug(CLIENT_ACKS_ANNOUNCED_BODY, "HA-ACK-BOUND",
             "AutoSwitchHAClient.HAClientReader.processReadResult / reportSlaveMaxOffset",
             "synthetic (a reader that trusts a frame's header before its body is in: reachable only when frames "
@@ -318,6 +385,20 @@ BUGS: dict[str, Bug] = {
             "address while it holds (or opens) a connection to the old one, the client closes it and connects to "
             "the new address at once, instead of only waking its loop (which reconnects only once the connection "
             "breaks).", kind="fix"),
+        Bug(FIX_FENCE_OLD_INCARNATION, "SYNC-SSS-HOLDS-ACKED",
+            "ControllerRequestProcessor / ReplicasInfoManager.alterSyncStateSet",
+            "finding F-PROPOSAL-AFTER-RESTART (docs/findings)",
+            "The controller fences the alterSyncStateSet of a master process older than the master's latest "
+            "registration: it keeps, per broker id, the process incarnation its latest REGISTER_BROKER_TO_CONTROLLER "
+            "came from (in the kit, the connection: one per process), and answers a request of an earlier one with "
+            "CONTROLLER_FENCED_MASTER_EPOCH.", kind="fix"),
+        Bug(FIX_NEW_CONNECTION_RECORDS_EPOCH, "SYNC-CONFIRM-BOUND",
+            "AutoSwitchHAClient.closeMaster / HAClientReader.processReadResult (currentReceivedEpoch)",
+            "finding F-EPOCH-ENTRY-LOST-ON-RECONNECT (docs/findings)",
+            "A slave forgets the epoch it last received when its connection closes (currentReceivedEpoch = -1, as "
+            "init() does), so the first frame of its next connection records its epoch entry again: an entry the "
+            "handshake's truncateSuffixByOffset dropped (it started at the consistent point) comes back before any "
+            "byte of that epoch is appended.", kind="fix"),
         Bug("unclean-election", "SYNC-NO-ACK-LOSS", "ControllerConfig.enableElectUncleanMaster",
             "DefaultElectPolicy (fallback to all replicas: an unclean master may lack acknowledged messages)",
             "Expected loss: a replica outside the SSS may be elected and lacks acknowledged messages.",
@@ -333,7 +414,8 @@ SWITCHES = frozenset(name for name, b in BUGS.items() if b.kind == "switch")
 FIXES = frozenset(name for name, b in BUGS.items() if b.kind == "fix")
 FIDELITY = frozenset(name for name, b in BUGS.items() if b.kind == "fidelity")
 UPSTREAM = frozenset(name for name, b in BUGS.items() if b.kind == "upstream")
-CODE_KINDS = ("switch", "fix", "fidelity", "upstream")  # the kinds the core checks by name
+GUARD = frozenset(name for name, b in BUGS.items() if b.kind == "guard")
+CODE_KINDS = ("switch", "fix", "fidelity", "upstream", "guard")  # the kinds the core checks by name
 
 
 def check_names(names: list[str] | tuple[str, ...]) -> frozenset[str]:
@@ -372,7 +454,7 @@ def names_from(bugs: list[str], fixes: list[str]) -> list[str]:
 
 def config_overlay(names: list[str] | tuple[str, ...]) -> dict[str, dict[str, object]]:
     """The settings of the expected-loss configurations among ``names``, and those that turn on the part a
-    fidelity switch lives in, as a config overlay."""
+    fidelity or guard switch lives in, as a config overlay."""
     overlay: dict[str, dict[str, object]] = {}
     for n in names:
         for section, key, value in (*BUGS[n].settings, *BUGS[n].needs):

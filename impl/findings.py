@@ -121,6 +121,22 @@ FINDINGS: dict[str, Finding] = {
                 "AutoSwitchHAClient.updateHaMasterAddress (only wakes the loop) + BrokerController."
                 "handleRegisterBrokerResult (the HA address from the nameserver's answer) + AutoSwitchHAService "
                 "(every broker accepts HA connections and serves its log, whatever its role)", "new"),
+        Finding("F-PROPOSAL-AFTER-RESTART",
+                "A killed master's SyncStateSet proposal, held by TCP, reaches the controller after the master "
+                "restarted and re-registered, and puts a lagging slave into the SyncStateSet",
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-CONFIRM-BOUND"), B.FIX_FENCE_OLD_INCARNATION,
+                "ReplicasInfoManager.alterSyncStateSet (checks the request's epochs, nothing that tells two processes "
+                "of the master apart) + DefaultBrokerHeartbeatManager.onBrokerChannelClose (the old connection's "
+                "close reports the restarted master inactive)",
+                "new (the implementation path of model finding M-PROPOSAL-OUTLIVES-RESTART)"),
+        Finding("F-EPOCH-ENTRY-LOST-ON-RECONNECT",
+                "A slave that reconnects at the start of an epoch drops that epoch's entry and never records it "
+                "again; a later handshake then truncates the acknowledged messages it holds",
+                ("SYNC-CONFIRM-BOUND", "SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"),
+                B.FIX_NEW_CONNECTION_RECORDS_EPOCH,
+                "AutoSwitchHAClient.doTruncate (epochCache.truncateSuffixByOffset(truncateOffset) drops the entry "
+                "that starts at the consistent point) + HAClientReader.processReadResult (an entry is appended only "
+                "when masterEpoch != currentReceivedEpoch, which only init() resets, not a new connection)", "new"),
     ]
 }
 

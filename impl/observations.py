@@ -264,6 +264,16 @@ class BrkFenced(TypedDict):
     fenced: bool
 
 
+class BrkPoint(TypedDict):
+    """A broker reached a sub-step boundary a ``crash-at`` action waits for (only then: ``impl/sim/world.py``), and
+    waits there: the simulator crashes it at the end of the step."""
+
+    k: Literal["brk.point"]
+    n: NotRequired[str]
+    point: str
+    step: int
+
+
 class BrkControllerUnreachable(TypedDict):
     k: Literal["brk.controller-unreachable"]
     n: NotRequired[str]
@@ -530,13 +540,15 @@ class AdminResult(TypedDict):
 
 
 class SimCrash(TypedDict):
-    """A process went (kill -9, power loss, or a clean stop)."""
+    """A process went (kill -9, power loss, or a clean stop; ``at``: a ``crash-at`` action's point, reached in this
+    step)."""
 
     k: Literal["sim.crash"]
     node: str
     powerLoss: bool
     lostBytes: int
     clean: NotRequired[bool]
+    at: NotRequired[str]
 
 
 class NetDrop(TypedDict):
@@ -589,7 +601,7 @@ NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
     | CtlElected | CtlStepDown | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
-    | BrkControllerUnreachable
+    | BrkControllerUnreachable | BrkPoint
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
     | HaAccept | HaTransfer | HaSlaveAppend | HaHandshakeDone | HaTruncate | HaTruncateUnaligned
     | HaNoConsistentPoint | HaEpochAppend | HaExpand | HaShrink | HaLocalShrink | HaConnClosed | HaClientClose
@@ -609,7 +621,7 @@ ObsKind = Literal[
     "ctl.candidate", "ctl.elected", "ctl.step-down", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
     "ctl.install-snapshot", "ctl.inactive",
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
-    "brk.controller-unreachable",
+    "brk.controller-unreachable", "brk.point",
     "store.dispatch", "store.truncated", "store.truncate-invalid",
     "ha.accept", "ha.transfer", "ha.slave-append", "ha.handshake-done", "ha.truncate", "ha.truncate-unaligned",
     "ha.no-consistent-point", "ha.epoch-append", "ha.expand", "ha.shrink", "ha.local-shrink", "ha.conn-closed",

@@ -55,6 +55,7 @@ from rmqha.impl import bugs as B
 from rmqha.impl.invariants import BY_ID, Checker, Coverage, Settle
 from rmqha.impl.observations import Observation
 from rmqha.impl.sim.abstraction import brokers_state, controller_part, controller_view, id_index, mask
+from rmqha.impl.sim.actions import GUARD_KINDS
 from rmqha.impl.sim.config import ConfigError, config_from_dict
 from rmqha.impl.sim.world import Simulation, Violation
 
@@ -559,6 +560,7 @@ def _names(sim: Simulation, mask: int) -> list[str]:
 
 
 FIDELITY_ACTIONS = ("stop", "lose-file", "slow-apply", "expand-queues")
+GUARD_ACTIONS = ("ha-fault", "ha-stale", "rpc-replay", "crash-at")  # the faults at the guards (issue 21)
 FIDELITY_KINDS = ("stop-broker", "lose-epoch-file", "lose-checkpoint", "restart-consumer", "crash-controller-leader",
                   "isolate-controller-leader", "slow-apply", "expand-queues")
 
@@ -577,6 +579,10 @@ def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:
         (any(a.get("do") in FIDELITY_ACTIONS for a in header.get("faults", {}).get("events", []) or []),
          "fidelity fault actions"),
         (any(B.BUGS[b].kind == "fidelity" for b in header.get("bugs", []) if b in B.BUGS), "a fidelity switch"),
+        (cfg.sim.interleave, "interleaved broker steps"),
+        (cfg.faults.guards or cfg.faults.adversarial or any(cfg.faults.weights.get(k, 0) > 0 for k in GUARD_KINDS)
+         or any(a.get("do") in GUARD_ACTIONS or "hold" in a for a in header.get("faults", {}).get("events", []) or []),
+         "faults at the guards (a crash inside a step, held and replayed messages, HA writes beyond TCP)"),
         (any(B.BUGS[b].kind == "upstream" for b in header.get("bugs", []) if b in B.BUGS),
          "an upstream switch (a later release's rule; the model follows 5.3.3)"),
     ] if on]

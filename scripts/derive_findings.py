@@ -58,6 +58,30 @@ EXPLICIT: dict[str, dict] = {
                      {"t": 31000, "do": "produce", "count": 6, "size": None},
                      {"t": 33000, "do": "crash", "node": "b2"}],
     },
+    "F-PROPOSAL-AFTER-RESTART": {
+        # two brokers; master b2's link to the controller holds its requests (stale-request) while it proposes b1;
+        # b2 is killed, restarts, is cut from b1 and re-registers at the heal; it acknowledges alone; its dead
+        # process's proposal arrives 12 s after the heal, then that connection's close
+        "seed": 1,
+        "config": {"cluster": {"brokers": 2}, "workload": {"produce_interval": 0, "consume_interval": 0}},
+        "schedule": [{"t": 5000, "do": "partition", "id": "h", "links": [["b2", "ctl"]], "hold": 12000},
+                     {"t": 6000, "do": "crash", "node": "b2"}, {"t": 7000, "do": "restart", "node": "b2"},
+                     {"t": 7100, "do": "partition", "id": "c", "links": [["b2", "b1"], ["b1", "b2"]]},
+                     {"t": 9000, "do": "heal", "id": "h"}, {"t": 10000, "do": "produce", "count": 3}],
+    },
+    "F-EPOCH-ENTRY-LOST-ON-RECONNECT": {
+        # no background producer (the new epoch stays without bytes); b2 dies, b3 is master at epoch 2 and sends b1
+        # its first frame (epoch 2, no body); b1's connection breaks and its handshake at the epoch's start drops the
+        # entry; three sends land under epoch 2 on b1 without it; b3 is cut from the controller (its shrink of b1
+        # cannot be applied) and b1's next handshake truncates them
+        "seed": 1,
+        "config": {"workload": {"produce_interval": 0, "consume_interval": 0}},
+        "schedule": [{"t": 2000, "do": "produce", "count": 2}, {"t": 13000, "do": "crash", "node": "b2"},
+                     {"t": 20000, "do": "break-ha", "node": "b1"}, {"t": 26000, "do": "produce", "count": 1},
+                     {"t": 31000, "do": "produce", "count": 3},
+                     {"t": 34000, "do": "partition", "id": "c", "links": [["b3", "ctl"], ["ctl", "b3"]]},
+                     {"t": 35000, "do": "break-ha", "node": "b1"}],
+    },
 }
 
 
@@ -69,6 +93,7 @@ SEARCH_CONFIG: dict[str, dict] = {
                                         "faults": {"weights": {"expand-queues": 2.0}}},
     "F-SYNC-DELETES-EVERY-TOPIC": {"workload": {"queues": 4, "topic_config": True, "other_topics": 2000}},
     "F-SLAVE-FOLLOWS-DEPOSED-MASTER": {"sim": {"progress": True}},
+    "F-PROPOSAL-AFTER-RESTART": {"faults": {"guards": True}},
 }
 
 

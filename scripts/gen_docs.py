@@ -20,7 +20,7 @@ from rmqha.impl.findings import FINDINGS
 from rmqha.impl.invariants import CATALOGUE, Invariant
 from rmqha.impl.invariants.progress import MODEL_LIVENESS
 from rmqha.impl.invariants.settle import total
-from rmqha.impl.sim.actions import DEFAULT_WEIGHTS, FAULT_KINDS
+from rmqha.impl.sim.actions import ADVERSARIAL_KINDS, DEFAULT_WEIGHTS, FAULT_KINDS, GUARD_KINDS
 from rmqha.impl.sim.config import PROFILES, Config, default_config
 from rmqha.impl.sim.settle import DEAD_CHANCE, deadlines, timeouts
 from rmqha.models.liveness import LIVENESS
@@ -247,8 +247,14 @@ def bugs_md() -> str:
     for kind, title in (("switch", "Bug switches (code deviations)"),
                         ("config", "Expected-loss configurations (real settings)"),
                         ("upstream", "Upstream switches (a later release's rule in the 5.3.3 core)"),
+                        ("guard", "Guard switches (a guard removed; reached by the faults at the guards)"),
                         ("fix", "Fix switches (one per finding)")):
         out.append(f"## {title}\n")
+        if kind == "guard":
+            out.append("Each removes or weakens one of RocketMQ's guards that only the faults at the guards (issue "
+                       "21: `[faults] guards`, `[faults] adversarial`, docs/trace-format.md) or the interleaved "
+                       "broker steps (`[sim] interleave`) reach; its scenario turns on what it needs (its settings "
+                       "are applied with the switch, as a fidelity switch's are).\n")
         out.append("| name | caught by | where | reference | what it does |")
         out.append("|---|---|---|---|---|")
         for b in BUGS.values():
@@ -290,7 +296,12 @@ def configuration_md() -> str:
     out.append("| kind | default weight | what it does |")
     out.append("|---|---|---|")
     for k, text in FAULT_KINDS.items():
-        out.append(f"| `{k}` | {DEFAULT_WEIGHTS.get(k, 0)} | {_cell(text)} |")
+        weight = f"{DEFAULT_WEIGHTS.get(k, 0)}"
+        if k in ADVERSARIAL_KINDS:
+            weight += " with `[faults] adversarial`, else 0"
+        elif k in GUARD_KINDS:
+            weight += " with `[faults] guards`, else 0"
+        out.append(f"| `{k}` | {weight} | {_cell(text)} |")
     out.append("")
     return "\n".join(out)
 

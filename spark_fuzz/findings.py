@@ -18,8 +18,9 @@
   workload: the consumer's pulls off if the run still fails without them. ``shrink_budget`` bounds the runs spent.
   Every candidate is judged by re-running the deterministic simulator: it must fail the same invariant, no later than
   the original run did.
-* **Signature**: the invariant and, for each remaining fault action of the shrunk trace, its verb and the roles
-  (master, slave, down, no role, controller) of the nodes it touches at that moment. A finding's unique key is the
+* **Signature**: the invariant and, for each remaining fault action of the shrunk trace, its verb (with the mode or
+  the point of a fault at the guards, and ``held`` for a partition that holds) and the roles (master, slave, down, no
+  role, controller) of the nodes it touches at that moment. A finding's unique key is the
   invariant plus the signature's hash.
 * **Checks**: the shrunk header is run twice; the second trace must equal the first byte for byte (what
   ``rmqha replay`` checks). A run without a bug switch (the model has fixes and settings, not switches) is also
@@ -296,8 +297,11 @@ def _act_shape(a: Mapping[str, Any], role: dict[str, str]) -> str:
         return role.get(n, "none") if n.startswith("b") or n == "ctl" else n
 
     do = str(a["do"])
+    if do in ("ha-fault", "crash-at"):  # the faults at the guards: the mode or the point is part of the fault
+        do = f"{do}:{a.get('mode') or a.get('point')}"
     if do == "partition":
-        return "partition[" + ",".join(sorted({f"{r(x)}>{r(y)}" for x, y in a["links"]})) + "]"
+        held = "held" if "hold" in a else ""  # a held partition (the faults at the guards) is another fault
+        return f"partition{held}[" + ",".join(sorted({f"{r(x)}>{r(y)}" for x, y in a["links"]})) + "]"
     if do == "heal":
         return "heal"
     if "node" in a:

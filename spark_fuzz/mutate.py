@@ -32,7 +32,7 @@ from rmqha.impl.sim.config import config_from_dict
 from .coverage import master_at
 from .schedule import ghost_schedule
 
-FOLLOW = {"crash": "restart", "pause": "resume", "partition": "heal"}
+FOLLOW = {"crash": "restart", "crash-at": "restart", "pause": "resume", "partition": "heal"}
 OPERATORS = ("splice", "insert", "shift", "stretch", "drop", "retarget")
 OP_WEIGHTS = [("splice", 3.0), ("insert", 2.0), ("shift", 2.0), ("stretch", 1.5), ("drop", 1.0),
               ("retarget", 1.0)]
@@ -121,6 +121,8 @@ def _mutate_once(op: str, parent: CorpusEntry, actions: list[Action], rng: DetRn
         d = rng.between(-5000, 5000)
         for k in (i, j):
             if k is not None:
+                if "until" in out[k]:  # a window (net, and the faults at the guards) moves whole
+                    out[k]["until"] = max(0, out[k]["until"] + d)
                 out[k]["t"] = max(0, out[k]["t"] + d)
     elif op == "stretch" and j is not None:
         gap = out[j]["t"] - out[i]["t"]

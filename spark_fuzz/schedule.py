@@ -14,6 +14,13 @@ run. Drawing a mix:
 
 Weights the user's config sets replace the defaults (``0`` keeps a kind off in every seed).
 
+The **faults at the guards** (issue 21: ``GUARD_KINDS`` in ``impl/sim/actions.py``) are drawn apart, from the seed's
+own ``fuzz-guards`` stream, after everything above (so a seed's family, kinds, spacing and brokers are what they were
+before them): with probability ``[fuzz] guards`` a seed also gets the TCP-faithful ones (each on with probability
+``include``, at its default weight times a ``scale`` draw) and its brokers' long steps interleaved (``[sim]
+interleave``); with probability ``[fuzz] adversarial`` (0 by default: they go beyond what TCP does) the adversarial
+ones too.
+
 The **epoch-conflict** families use the generator's primitives with timings that make the conflict happen:
 ``stale-epoch`` keeps a master or the controller cut off or slow for longer than the controller's heartbeat
 timeout, so a new epoch starts while the old master's proposals and heartbeats queue up and arrive late;
@@ -35,7 +42,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqha.impl.rng import DetRng
-from rmqha.impl.sim.actions import DEFAULT_WEIGHTS, FAULT_KINDS, Action
+from rmqha.impl.sim.actions import ADVERSARIAL_KINDS, DEFAULT_WEIGHTS, FAULT_KINDS, GUARD_KINDS, Action
 from rmqha.impl.sim.config import Config, config_from_dict
 from rmqha.impl.sim.faults import FaultGenerator, WorldView
 
@@ -90,6 +97,7 @@ class Mix:
     brokers: int
     mean_interval: int
     weights: dict[str, float]
+    interleave: bool = False  # the faults at the guards were drawn: the brokers' long steps interleaved too
 
     def kinds(self) -> list[str]:
         return [k for k in FAULT_KINDS if self.weights.get(k, 0) > 0]
@@ -103,6 +111,8 @@ def draw_mix(seed: int, base: Config, settings: FuzzSettings) -> Mix:
     user = base.faults.weights
     weights: dict[str, float] = {}
     for kind in FAULT_KINDS:
+        if kind in GUARD_KINDS and kind not in user:
+            continue  # the faults at the guards: drawn below, from their own stream
         if kind not in DEFAULT_WEIGHTS and kind not in user:
             continue  # a fidelity part's fault kind, off unless the profile weighs it (no draw, no header entry)
         w0 = user.get(kind, DEFAULT_WEIGHTS.get(kind, 0.0))
@@ -121,7 +131,22 @@ def draw_mix(seed: int, base: Config, settings: FuzzSettings) -> Mix:
     mean = fam.timing.get("mean_interval") or rng.choice(settings.mean_intervals)
     sizes = [(n, w) for n, w in sorted(settings.brokers.items()) if w > 0]
     brokers = rng.weighted(sizes) if sizes and not base.cluster.election_priorities else base.cluster.brokers
-    return Mix(fam.name, brokers, mean, weights)
+    return Mix(fam.name, brokers, mean, weights, _draw_guards(seed, weights, user, settings))
+
+
+def _draw_guards(seed: int, weights: dict[str, float], user: dict[str, float], settings: FuzzSettings) -> bool:
+    """The faults at the guards for this seed, into ``weights`` (from the seed's ``fuzz-guards`` stream: the draws
+    above are the ones a seed made before them). True when any were drawn (the steps are interleaved then)."""
+    g = DetRng(seed).fork("fuzz-guards")
+    faithful, adversarial = g.chance(settings.guards), g.chance(settings.adversarial)
+    if not (faithful or adversarial):
+        return False
+    for kind in FAULT_KINDS:
+        if kind not in GUARD_KINDS or kind in user or not (adversarial if kind in ADVERSARIAL_KINDS else faithful):
+            continue
+        weights[kind] = round(DEFAULT_WEIGHTS[kind] * g.choice(settings.scale), 4) if g.chance(settings.include) \
+            else 0.0
+    return True
 
 
 def mix_config(base: Config, mix: Mix) -> Config:
@@ -134,7 +159,10 @@ def mix_config(base: Config, mix: Mix) -> Config:
     if "restart_after_min" in timing:
         faults["restart_after_max"] = max(timing.get("restart_after_max", base.faults.restart_after_max),
                                           timing["restart_after_min"])
-    return config_from_dict({"faults": faults, "cluster": {"brokers": mix.brokers}}, base)
+    sections: dict[str, Any] = {"faults": faults, "cluster": {"brokers": mix.brokers}}
+    if mix.interleave:
+        sections["sim"] = {"interleave": True}
+    return config_from_dict(sections, base)
 
 
 # ------------------------------------------------------------------------------------------ ghost schedules

@@ -14,6 +14,8 @@ A ``rmqha fuzz --config FILE`` file is an ordinary kit config (``docs/configurat
 * ``fresh``: guided mode, the share of each batch that runs fresh seeds instead of mutants.
 * ``shrink_budget``: runs one shrink may spend (half for an explained bucket); ``shrinks_per_bucket``:
   representatives shrunk per unexplained (invariant, explanation) bucket (an explained bucket gets one).
+* ``guards``: probability that a seed also draws the TCP-faithful faults at the guards (issue 21), its brokers'
+  long steps interleaved; ``adversarial``: the same for the adversarial ones (beyond TCP; 0 by default).
 
 Every value is checked; a bad one is a ``ValueError`` with one line.
 """
@@ -42,6 +44,8 @@ class FuzzSettings:
     fresh: float = 0.5
     shrink_budget: int = 60
     shrinks_per_bucket: int = 2
+    guards: float = 0.3
+    adversarial: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -95,6 +99,9 @@ def settings_from_dict(data: dict[str, Any] | None) -> FuzzSettings:
         kw["include"] = _number("include", data["include"], 0, 1)
     if "fresh" in data:
         kw["fresh"] = _number("fresh", data["fresh"], 0, 1)
+    for name in ("guards", "adversarial"):
+        if name in data:
+            kw[name] = _number(name, data[name], 0, 1)
     if "scale" in data:
         sc = data["scale"]
         if not isinstance(sc, list) or not sc:

@@ -15,7 +15,7 @@ def _run(name: str, on: bool):
 
 
 def test_every_switch_and_expected_loss_config_has_a_scenario():
-    wanted = {n for n, b in B.BUGS.items() if b.kind in ("switch", "config", "fidelity", "upstream")}
+    wanted = {n for n, b in B.BUGS.items() if b.kind in ("switch", "config", "fidelity", "upstream", "guard")}
     assert wanted == set(SCENARIOS)
     assert len([n for n, b in B.BUGS.items() if b.kind == "switch"]) >= 6
     for s in SCENARIOS.values():

@@ -55,7 +55,7 @@ def test_invariants_json_lists_the_catalogue():
 
 def test_bugs_and_findings_json():
     bugs = json.loads(_rmqha("bugs", "--json").stdout)
-    assert {b["kind"] for b in bugs} == {"switch", "config", "fix", "fidelity", "upstream"}
+    assert {b["kind"] for b in bugs} == {"switch", "config", "fix", "fidelity", "upstream", "guard"}
     findings = json.loads(_rmqha("findings", "--json").stdout)
     assert findings and all(f["fix"] in {b["name"] for b in bugs} for f in findings)
 

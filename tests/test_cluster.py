@@ -118,6 +118,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
                                 faults=("kill-master",), down=3.0),
         "unclean": RunOptions(base / "unclean", local_config(PROFILES["unclean"]), "unclean", duration=4.0,
                                faults=("isolate-master",), down=3.0),
+        "stale": RunOptions(base / "stale", local_config(PROFILES["safe"]), "safe", duration=6.0,
+                             faults=("stale-request",), down=2.0),
     }
     with ThreadPoolExecutor(len(jobs)) as pool:
         futures = {name: pool.submit(run_test, opts) for name, opts in jobs.items()}
@@ -145,6 +147,19 @@ def test_unclean_election_loses_acked_messages_and_the_checker_says_so(runs: dic
     (f,) = r["failovers"]
     assert f["newMaster"] not in (None, f["oldMaster"]) and f["newMasterInSss"] is False  # an unclean election
     assert f["truncatedFrom"] is not None and f["truncatedTo"] < f["truncatedFrom"]
+
+
+def test_a_master_killed_under_a_held_link_to_the_controller_loses_nothing(runs: dict[str, dict[str, Any]]) -> None:
+    """The nemesis's stale-request (issue 21): the proxy holds the master's bytes to the controller while it is
+    killed and restarted; at the heal the dead process's requests reach the controller, then its close."""
+    r = runs["stale"]
+    assert r["valid"], (r["violations"], r["notes"])
+    acts = r["faults"]
+    (held,) = [a for a in acts if a["do"] == "partition"]
+    master = held["links"][0][0]
+    dos = [a["do"] for a in acts if a["do"] in ("partition", "heal") or a.get("node") == master]
+    assert dos[:4] == ["partition", "crash", "restart", "heal"]
+    assert held["hold"] == 0 and all(a == master and b.startswith("ctl") for a, b in held["links"])
 
 
 @pytest.mark.slow

@@ -74,6 +74,21 @@ def test_the_queue_table_is_recovered_from_the_consume_queues():
     assert store.topic_queue_table == {0: 2, 1: 2} and sorted(store.consume_queues[1]) == [0, 1]
 
 
+def test_the_queue_table_counts_the_messages_past_confirm_offset():
+    """ConsumeQueueStore.recoverOffsetTable -> compensateForHA (controller mode): the commit log from confirmOffset to
+    its end sets each queue's next offset too, so a restarted master whose recovery dispatched only up to
+    confirmOffset does not give its next messages the queue offsets its undispatched ones hold."""
+    disk = BrokerDisk()
+    for i in range(6):
+        body = queue_body(f"k{i}", 80, i % 2, i // 2)
+        disk.commitlog += encode(f"k{i}", body, len(disk.commitlog), i)
+    disk.checkpoint_confirm = len(disk.commitlog) // 3  # the end of k1: k0 and k1 are dispatched, k2..k5 are not
+    disk.abort = True  # a crash: recoverAbnormally dispatches up to confirmOffset only
+    store = MessageStore(disk, default_config("safe").store, queues=2)
+    assert {q: sorted(cq) for q, cq in store.consume_queues.items()} == {0: [0], 1: [0]}
+    assert store.topic_queue_table == {0: 3, 1: 3}  # not {0: 1, 1: 1}, what the consume queues alone say
+
+
 def test_dispatch_stops_at_confirm_offset_and_consumers_read_only_the_dispatched():
     """ReputMessageService dispatches up to getConfirmOffset in controller mode; PullMessageProcessor reads the
     consume queue, so a message a slave holds but has not confirmed is in its log and not in its queues."""

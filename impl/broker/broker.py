@@ -14,6 +14,15 @@ Rules (``BrokerController`` in controller mode, ``SendMessageProcessor``, ``Comm
   reply gives a slave its master's HA address.
 * Async flush every 500 ms (4 dirty pages) and fully every 10 s; reput dispatches shortly after each
   append or confirmOffset move.
+* With ``[sim] interleave`` (issue 21) the long steps that RocketMQ runs on threads of their own are cut into
+  sub-steps that other events interleave with (``gap``: a seeded pause of 0-20 ms between them): a role change
+  (``replicas_manager.py``) and the reput, which dispatches 1-4 messages at a time (``ReputMessageService.doReput``
+  loops message by message while puts, acks and HA frames go on). Off, every step runs whole, as before.
+  Recovery is not cut: ``BrokerController.initialize`` runs ``DefaultMessageStore.load`` / ``recover`` on the main
+  thread before any service thread starts, so nothing interleaves with it (a crash during it is a crash before the
+  process ran: the next start recovers the same files).
+* A ``crash-at`` fault (``impl/sim/world.py``) aimed at a role change's boundary sets ``trap_points``: the broker then
+  says so there (``brk.point``) and waits, and the simulator kills it before anything after the boundary runs.
 
 Theory: this class only routes; decisions live in ``replicas_manager.py``, ``ha/service.py`` and the store.
 """
@@ -30,20 +39,36 @@ from ..ha.connection import AutoSwitchHAConnection
 from ..ha.service import AutoSwitchHAService, GroupCommitRequest
 from ..observations import BrkAppend, BrkPutResult
 from ..rng import DetRng
-from ..runtime import Actor, Call, Command, HAClose, HAConnect, HAWrite, Job, Monitor, Periodic, Sleep, response_to
+from ..runtime import (
+    Actor,
+    Call,
+    Command,
+    HAClose,
+    HAConnect,
+    HAWrite,
+    Job,
+    Monitor,
+    Periodic,
+    Sleep,
+    Steps,
+    response_to,
+)
 from ..store.commitlog import MessageStore
 from ..store.disk import BrokerDisk
 from .replicas_manager import ReplicasManager
 from .topic_config import TopicConfigManager, sync_loop_ms
 
 PULL_BATCH = 32
+GAP_MAX = 20  # [sim] interleave: the longest pause between two sub-steps (ms)
+REPUT_BATCH = 4  # [sim] interleave: the most messages one reput sub-step dispatches
 
 
 class BrokerNode(Actor):
     def __init__(self, name: str, broker_cfg: BrokerConfig, store_cfg: MessageStoreConfig, disk: BrokerDisk,
                  rng: DetRng, controllers: list[str], nameserver: str, bugs: frozenset[str] = frozenset(),
                  election_priority: int | None = None, queues: int = 0, file_boundaries: bool = False,
-                 topic_config: bool = False, other_topics: int = 0, topic_persist_us: int = 3) -> None:
+                 topic_config: bool = False, other_topics: int = 0, topic_persist_us: int = 3,
+                 interleave: bool = False) -> None:
         super().__init__(name, rng)
         self.broker_cfg = broker_cfg
         self.store_cfg = store_cfg
@@ -70,9 +95,36 @@ class BrokerNode(Actor):
         self._reput_stalled_until = -1
         self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
         self._connect_tokens: dict[int, Any] = {}
+        self.interleave = interleave  # [sim] interleave: long steps in sub-steps
+        self.rng_gap = rng.fork("interleave")  # drawn only with interleave on
+        self.trap_points: dict[str, int] = {}  # a crash-at fault's boundary: point -> step (impl/sim/world.py)
 
     def _monitors(self) -> list[Monitor]:
         return [self.replicas.monitor]
+
+    def gap(self, point: str, step: int) -> Steps[None]:
+        """A boundary between two sub-steps of a long step (``point``, its ``step``-th boundary). With ``[sim]
+        interleave`` the strand pauses 0-``GAP_MAX`` ms here (the broker's seeded stream), so that whatever other
+        threads do meanwhile (puts, acks, HA frames, the reput) runs in between; a ``crash-at`` trap on this boundary
+        makes it say so and wait. Otherwise nothing: the step runs on at once, as it always did."""
+        if self.trap_points.get(point) == step:
+            self.emit({"k": "brk.point", "point": point, "step": step})
+            yield Sleep(0)
+        elif self.interleave:
+            yield Sleep(self.rng_gap.between(0, GAP_MAX))
+
+    def wait_dispatch(self) -> Steps[None]:
+        """``AutoSwitchHAService.changeToMaster``: ``while (dispatchBehindBytes() > 0) Thread.sleep(100)``. With
+        ``[sim] interleave`` the reput thread catches up on its own (its stalls included) while the role change
+        waits; otherwise the kit dispatches at once (``finish_dispatch``)."""
+        if not self.interleave:
+            self.finish_dispatch()
+            return
+        while self.store.dispatch_behind_bytes() > 0:
+            self._kick_reput()
+            if self.store.dispatch_behind_bytes() <= 0:
+                break
+            yield Sleep(100)
 
     # -------------------------------------------------------------------------------- lifecycle
 
@@ -394,9 +446,15 @@ class BrokerNode(Actor):
 
     def _do_reput(self) -> None:
         end = self.store.reput_end_offset()
-        if self.store.do_reput(self.configured_broker_id == MASTER_ID):
+        batch = self.rng_gap.between(1, REPUT_BATCH) if self.interleave else None
+        if self.store.do_reput(self.configured_broker_id == MASTER_ID, batch):
             self.emit({"k": "store.dispatch", "upto": self.store.reput_from_offset,
                        "confirm": self.store.get_confirm_offset(), "reputEnd": end})
+        if batch is not None and not self._reput_scheduled \
+                and self.store.reput_end_offset() > self.store.reput_from_offset:
+            # ReputMessageService.doReput dispatches message by message; the next ones come after other threads ran
+            self._reput_scheduled = True
+            self.after(self.rng_gap.between(0, 3), self._reput)
 
     def finish_dispatch(self) -> None:
         """``changeToMaster`` waits until dispatch has caught up; the reput thread keeps running."""

@@ -18,6 +18,9 @@ Rules:
 * ``schedulingSyncBrokerMetadata`` (every 5 s): a higher controller mE -> follow its master, or
   ``brokerElect`` if there is none (holding the monitor across that RPC); equal mE on a master -> adopt the
   controller's SSS. METADATA_NOT_EXIST -> register again and sleep 2 s.
+* A role change runs in sub-steps (``_change_to_master``, ``_change_to_slave``); with ``[sim] interleave`` other
+  threads' work (puts, acks, HA frames, the reput) runs between them, as it does while RocketMQ's role-change thread
+  holds this monitor.
 * ``checkSyncStateSetAndDoReport`` (master, every 5 s and right after becoming master): shrink, add self,
   report when different from the confirmed SSS. ``doReportSyncStateSetChanged`` sends alterSyncStateSet
   with the current mE and sE; success adopts the reply; failure is only logged (the union stays).
@@ -329,10 +332,15 @@ class ReplicasManager:
 
     def change_to_master(self, new_master_epoch: int, sss_epoch: int, sss: set[int]) -> Job:
         yield Acquire(self.monitor)
-        self._change_to_master(new_master_epoch, sss_epoch, sss)
+        yield from self._change_to_master(new_master_epoch, sss_epoch, sss)
         yield Release(self.monitor)
 
-    def _change_to_master(self, new_master_epoch: int, sss_epoch: int, sss: set[int]) -> None:
+    def _change_to_master(self, new_master_epoch: int, sss_epoch: int, sss: set[int]) -> Steps[None]:
+        """``changeToMaster`` (the caller holds the monitor). Its sub-steps, with ``node.gap`` between them (``[sim]
+        interleave``; a ``crash-at`` role-change trap): the SyncStateSet | the HA service's switch up to the epoch
+        append (``AutoSwitchHAService.changeToMaster``) | the wait for dispatch and the queue table | the store's
+        role, the records, the periodic check and the registration. Puts are refused until the store's role switches
+        (``HookUtils.checkBeforePutMessage``: a SLAVE takes none), so nothing is written before the new epoch."""
         if new_master_epoch <= self.master_epoch:
             return
         node = self.node
@@ -342,6 +350,7 @@ class ReplicasManager:
                 and node.configured_broker_id == MASTER_ID:
             self.change_sync_state_set(set(sss), sss_epoch)
             self.ha.change_to_master_when_last_role_is_master(new_master_epoch)
+            yield from node.gap("role-change", 1)
             node.next_data_version(new_master_epoch)
             node.emit({"k": "brk.role", "role": "MASTER", "masterEpoch": new_master_epoch, "previous": old_epoch,
                        "again": True})
@@ -349,11 +358,16 @@ class ReplicasManager:
             node.register_broker_when_role_change()
             return
         self.change_sync_state_set(set(sss), sss_epoch)
-        ok = self.ha.change_to_master(new_master_epoch)
-        node.configured_broker_id = MASTER_ID
-        node.store.role = BrokerRole.SYNC_MASTER
-        self.master_address = node.address
-        self.master_broker_id = self.broker_controller_id
+        yield from node.gap("role-change", 1)
+        ok = self.ha.change_to_master_epoch(new_master_epoch)
+        yield from node.gap("role-change", 2)
+        if ok:
+            if not (node.interleave and B.ROLE_CHANGE_SKIPS_DISPATCH_WAIT in node.bugs):
+                # the deviation skips the wait; without interleave the reput's catch-up is part of this step anyway
+                yield from node.wait_dispatch()
+            self.ha.after_dispatch()
+        yield from node.gap("role-change", 3)
+        self._take_master_role()
         self._scheduling_check_sync_state_set()
         self._handle_slave_synchronize(False)
         node.next_data_version(new_master_epoch)
@@ -363,12 +377,24 @@ class ReplicasManager:
         node.spawn("checkSyncStateSetAndDoReport", self._check_sync_state_set_and_do_report())
         node.register_broker_when_role_change()
 
+    def _take_master_role(self) -> None:
+        """``setBrokerId(MASTER_ID)``, ``setBrokerRole(SYNC_MASTER)``, the master records."""
+        node = self.node
+        node.configured_broker_id = MASTER_ID
+        node.store.role = BrokerRole.SYNC_MASTER
+        self.master_address = node.address
+        self.master_broker_id = self.broker_controller_id
+
     def change_to_slave(self, new_master_address: str | None, new_master_epoch: int, new_master_id: int) -> Job:
         yield Acquire(self.monitor)
-        self._change_to_slave(new_master_address, new_master_epoch, new_master_id)
+        yield from self._change_to_slave(new_master_address, new_master_epoch, new_master_id)
         yield Release(self.monitor)
 
-    def _change_to_slave(self, new_master_address: str | None, new_master_epoch: int, new_master_id: int) -> None:
+    def _change_to_slave(self, new_master_address: str | None, new_master_epoch: int,
+                         new_master_id: int) -> Steps[None]:
+        """``changeToSlave`` (the caller holds the monitor). Sub-steps, ``node.gap`` between them: the store's role
+        (puts refused from here on) | the records and the HA service's switch (its connections dropped, a fresh
+        client) | the data version and the registration."""
         if new_master_epoch <= self.master_epoch:
             return
         node = self.node
@@ -384,6 +410,7 @@ class ReplicasManager:
         self._stop_check_sync_state_set()
         node.store.role = BrokerRole.SLAVE
         self._handle_slave_synchronize(True)
+        yield from node.gap("role-change", 1)
         if self.broker_controller_id is None:
             # QUIRK-ROLE-NO-ID: a notification that reaches a restarted broker before startBasicService has
             # loaded its id. ``brokerConfig.setBrokerId(brokerControllerId)`` unboxes a null Long
@@ -397,6 +424,7 @@ class ReplicasManager:
         self.master_address = new_master_address or ""
         self.master_broker_id = new_master_id
         ok = self.ha.change_to_slave(new_master_address, new_master_epoch, self.broker_controller_id)
+        yield from node.gap("role-change", 2)
         node.next_data_version(new_master_epoch)
         node.emit({"k": "brk.role", "role": "SLAVE", "masterEpoch": new_master_epoch, "previous": old_epoch,
                    "master": new_master_id, "again": False, "haAccepted": ok})
@@ -438,10 +466,10 @@ class ReplicasManager:
         if new_epoch > self.master_epoch:
             if address and master is not None:
                 if master == self.broker_controller_id:
-                    self._change_to_master(new_epoch, body.get("syncStateSetEpoch", 0),
-                                           set(body.get("syncStateSet", [])))
+                    yield from self._change_to_master(new_epoch, body.get("syncStateSetEpoch", 0),
+                                                      set(body.get("syncStateSet", [])))
                 else:
-                    self._change_to_slave(address, new_epoch, master)
+                    yield from self._change_to_slave(address, new_epoch, master)
             elif B.SYNC_SKIPS_BROKER_ELECT not in self.node.bugs:
                 yield from self._broker_elect()
         elif new_epoch == self.master_epoch and self.is_master_state():

@@ -98,6 +98,9 @@ class ControllerNode(Actor):
         self.first_heartbeat = -1  # jRaft: RaftBrokerHeartBeatManager.firstReceivedHeartbeatTime
         self.channels: dict[str, Identity] = {}  # jRaft: brokerChannelIdentityInfoMap (channel -> identity)
         self._channel: str | None = None  # the connection the message being handled came on (``on_message``)
+        # fix-fence-old-incarnation (F-PROPOSAL-AFTER-RESTART): (brokerName, brokerId) -> the connection of its latest
+        # registration, i.e. its process incarnation (the simulator opens one connection per process)
+        self.registered_on: dict[tuple[str, int], str] = {}
 
     # ------------------------------------------------------------------------------- lifecycle
 
@@ -411,8 +414,27 @@ class ControllerNode(Actor):
             self.send(src, response_to(cmd, ResponseCode.CONTROLLER_NOT_LEADER,
                                        remark="The controller is not in leader state"))
             return
-        fut = self._jraft_request(src, cmd) if self.jraft else handler(src, cmd)
+        if B.FIX_FENCE_OLD_INCARNATION in self.bugs and self._fenced_incarnation(cmd):
+            fut = Future()
+            fut.complete(ControllerResult().fail(ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH,
+                                                 "the request comes from an earlier process of the broker"))
+        else:
+            fut = self._jraft_request(src, cmd) if self.jraft else handler(src, cmd)
         self.spawn(f"processor-{cmd.opaque}", self._process(src, cmd, fut))
+
+    def _fenced_incarnation(self, cmd: Command) -> bool:
+        """fix-fence-old-incarnation: note the connection a registration comes on; fence an alterSyncStateSet that
+        comes on another (an earlier process of the master: a request its dead process left in flight)."""
+        h = cmd.header
+        if self._channel is None:
+            return False
+        if cmd.code == RequestCode.CONTROLLER_REGISTER_BROKER and h.get("brokerId") is not None:
+            self.registered_on[(h["brokerName"], int(h["brokerId"]))] = self._channel
+            return False
+        if cmd.code == RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET and h.get("masterBrokerId") is not None:
+            known = self.registered_on.get((h["brokerName"], int(h["masterBrokerId"])))
+            return known is not None and known != self._channel
+        return False
 
     def _process(self, src: str, cmd: Command, fut: Future) -> Job:
         result: ControllerResult | None = yield Await(fut, WAIT_TIMEOUT_OUT)

@@ -13,7 +13,9 @@ Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
   epoch entries from p are dropped, and p becomes ``currentReportedOffset``.
 * TRANSFER: a frame's offset must equal the slave's max offset unless the slave is empty (strict
   contiguity); a new epoch in the header is appended to the epoch cache (failure ignored; a heartbeat, with
-  no body, counts too: with QUIRK-EPOCH-EQ this is how F-EPOCH-EQ-SPLICE starts); the body is appended;
+  no body, counts too: with QUIRK-EPOCH-EQ this is how F-EPOCH-EQ-SPLICE starts). "New" is against
+  ``currentReceivedEpoch``, which only ``init`` resets, not a new connection: an entry the handshake dropped because
+  it started at the consistent point is not recorded again (F-EPOCH-ENTRY-LOST-ON-RECONNECT); the body is appended;
   confirmOffset := min(header confirm, own max); then the max offset is reported if it grew.
   Idle writes for 5 s send a keep-alive; 20 s without reads closes the connection (READY, no wait).
 * A frame whose state differs from the client's, a failed truncation or a broken stream closes the
@@ -161,6 +163,7 @@ class AutoSwitchHAClient:
         if self.conn is not None:
             self.host.ha_close(self.conn)
             self.conn = None
+            self._forget_received_epoch()
             if self.state != SHUTDOWN:
                 self.state = READY
             self.last_read_timestamp = 0
@@ -175,9 +178,16 @@ class AutoSwitchHAClient:
         """The stream broke under us: the next read or write fails."""
         if self.conn is not None:
             self.conn = None
+            self._forget_received_epoch()
             self.state = READY if self.state != SHUTDOWN else SHUTDOWN
             self.host.emit({"k": "ha.client-close", "reason": "connection closed"})
             self._schedule(RETRY_WAIT)
+
+    def _forget_received_epoch(self) -> None:
+        """fix-new-connection-records-epoch (F-EPOCH-ENTRY-LOST-ON-RECONNECT): RocketMQ keeps currentReceivedEpoch
+        across connections (only ``init`` resets it), so an entry the next handshake drops is never recorded again."""
+        if B.FIX_NEW_CONNECTION_RECORDS_EPOCH in self.service.bugs:
+            self.current_received_epoch = -1
 
     # ------------------------------------------------------------------------------------ writing
 
@@ -265,6 +275,9 @@ class AutoSwitchHAClient:
             self.host.emit({"k": "ha.truncate", "point": point, "before": before, "masterMax": frame.max_offset,
                             "master": [list(e) for e in frame.entries]})
         self.host.observe_handshake_done(self, frame, point)
+        if B.SLAVE_REPORTS_AT_HANDSHAKE in self.service.bugs:  # the deviation: report now, grown or not
+            self.current_reported_offset = self.service.store.max_phy_offset
+            self._report(self.current_reported_offset)
         self._report_slave_max_offset()
         self._schedule(SELECT_WAIT)
         return True
@@ -272,7 +285,7 @@ class AutoSwitchHAClient:
     def _on_transfer(self, frame: F.MasterTransfer) -> bool:
         store = self.service.store
         slave_max = store.max_phy_offset
-        if slave_max != 0 and slave_max != frame.offset:
+        if slave_max != 0 and slave_max != frame.offset and B.SLAVE_SKIPS_OFFSET_CHECK not in self.service.bugs:
             self.close_master_and_wait(f"master pushed offset not equal the max phy offset in slave, "
                                        f"SLAVE: {slave_max} MASTER: {frame.offset}")
             return False

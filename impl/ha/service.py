@@ -115,6 +115,22 @@ class AutoSwitchHAService(HAView):
     # ------------------------------------------------------------------------------ role switches
 
     def change_to_master(self, master_epoch: int) -> bool:
+        """``changeToMaster`` in one go (the role change runs it in two parts: ``change_to_master_epoch``, then the
+        wait for dispatch and ``after_dispatch``, with other events in between under ``[sim] interleave``)."""
+        if not self.change_to_master_epoch(master_epoch):
+            return False
+        self.host.finish_dispatch()  # while (dispatchBehindBytes() > 0) sleep(100)
+        self.after_dispatch()
+        return True
+
+    def after_dispatch(self) -> None:
+        """``changeToMaster`` after the dispatch caught up: the queue offsets go on from the consume queues' ends."""
+        if B.QUEUE_TABLE_NOT_RECOVERED not in self.bugs:
+            self.store.recover_topic_queue_table()
+
+    def change_to_master_epoch(self, master_epoch: int) -> bool:
+        """``changeToMaster`` up to its epoch append: drop the connections and the client, cut a broken tail, reset
+        confirmOffset, truncate the epoch cache and append the new epoch at the log end."""
         if master_epoch < self.epoch_cache.last_epoch():
             return False
         self.destroy_connections()
@@ -131,9 +147,6 @@ class AutoSwitchHAService(HAView):
         replaced = self.empty_last_epoch(new_entry)
         appended = False if keep else self.epoch_cache.append_entry(new_entry, replace_empty=replaced is not None)
         self._observe_epoch_append(new_entry, appended, "changeToMaster", replaced)
-        self.host.finish_dispatch()  # while (dispatchBehindBytes() > 0) sleep(100)
-        if B.QUEUE_TABLE_NOT_RECOVERED not in self.bugs:
-            self.store.recover_topic_queue_table()  # the queue offsets go on from the consume queues' ends
         return True
 
     def change_to_slave(self, new_master_addr: str | None, new_master_epoch: int, slave_id: int) -> bool:

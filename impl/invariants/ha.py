@@ -8,6 +8,7 @@ import itertools
 
 from ..broker.broker import BrokerNode
 from ..observations import HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate
+from ..store.offsets import base_of
 from .context import Context, LogView, PairCache
 from .registry import Violated, invariant, violated
 
@@ -139,7 +140,10 @@ def _next_starts(entries: tuple[tuple[int, int], ...]) -> dict[int, int | None]:
 @invariant("HA-TRUNCATE-PREFIX", layer="ha", on=("ha.truncate", "ha.handshake-done"),
            source="EpochFileCache.findConsistentPoint + DefaultMessageStore.truncateFiles in "
                   "AutoSwitchHAClient.doTruncate",
-           exceptions="an empty local epoch cache truncates nothing")
+           exceptions="an empty local epoch cache truncates nothing; a serving broker whose log ends before the "
+                      "handshake's masterMax cut it after building the handshake (its own AutoSwitchHAClient.doTruncate"
+                      ": a slave serving a follower with a stale HA address), so the handshake's basis is gone and the "
+                      "connection closes before it transfers (AutoSwitchHAConnection.transferToSlave past the log end)")
 def truncate_prefix(ctx: Context, obs: HaTruncate | HaHandshakeDone) -> Violated | None:
     """After a successful handshake the slave's log is a prefix of the log of the broker it connected to, and its
     truncation point is not past its own log end."""
@@ -154,13 +158,14 @@ def truncate_prefix(ctx: Context, obs: HaTruncate | HaHandshakeDone) -> Violated
     if slave is None or peer is None:
         return None
     master = world.broker(peer)
-    if master is None:
-        return None
+    if master is None or master.store.max_phy_offset < obs["masterMax"]:
+        return None  # no broker there, or it cut its log since it described it in this handshake (see exceptions)
     n = slave.store.max_phy_offset
     mdata = master.store.commitlog.data
-    if len(mdata) < n or mdata[:n] != slave.store.commitlog.data[:n]:
-        diverge = next((i for i in range(min(n, len(mdata))) if mdata[i] != slave.store.commitlog.data[i]),
-                       min(n, len(mdata)))
+    sdata = slave.store.commitlog.data
+    if len(mdata) < n or mdata[:n] != sdata[:n]:
+        first = max(base_of(mdata), base_of(sdata))  # logs past offset 0 ([sim] base_offset) index from their base
+        diverge = next((i for i in range(first, min(n, len(mdata))) if mdata[i] != sdata[i]), min(n, len(mdata)))
         return violated(f"after the handshake {obs.get('n')} holds {n} bytes but they differ from {peer}'s log at "
                         f"byte {diverge} (its log has {len(mdata)})", obs=obs)
     return None

@@ -62,11 +62,16 @@ class LoseFile(_Base):
 
 
 class Partition(_Base):
-    """Cut the directed ``links`` ([from, to]) until the ``heal`` of the same ``id``."""
+    """Cut the directed ``links`` ([from, to]) until the ``heal`` of the same ``id``. RPC messages on a cut link are
+    lost, unless ``hold`` is given: then the link holds them as TCP does (the sender's kernel retransmits) and the
+    heal delivers them in order; those of a process incarnation that died meanwhile (its orphaned socket) arrive
+    ``hold`` ms after the heal, followed by the close of its connection, so that a restarted broker's new connection
+    can be served first."""
 
     do: Literal["partition"]
     id: str
     links: list[list[str]]
+    hold: NotRequired[int]
 
 
 class Heal(_Base):
@@ -150,6 +155,60 @@ class ExpandQueues(_Base):
     by: NotRequired[int]
 
 
+TamperMode = Literal["dup", "reorder", "replay"]
+TrapPoint = Literal["confirm-split", "empty-epoch", "role-change"]
+
+
+class HaFault(_Base):
+    """Adversarial, beyond TCP: until ``until``, HA writes *into* ``node`` are tampered with, each with probability
+    ``p``: ``dup`` (the write arrives twice, the copy right behind it), ``reorder`` (it arrives after the next write
+    on its stream), ``replay`` (on ``node``'s next new HA connection, after the first two writes it receives there,
+    the last write it received on its previous connection arrives again)."""
+
+    do: Literal["ha-fault"]
+    node: str
+    mode: TamperMode
+    p: NotRequired[float]
+    until: int
+
+
+class HaStale(_Base):
+    """TCP-faithful: until ``until``, when ``node``'s end of an HA stream closes (its close, a reset, its crash),
+    what it sent that is still in flight and its FIN reach the peer ``lag`` ms late (a lost FIN retransmitted, a
+    reader thread behind), so the peer may serve ``node``'s next connection first; a write the peer makes in the
+    meantime reaches a closed socket and is answered with a reset."""
+
+    do: Literal["ha-stale"]
+    node: str
+    lag: int
+    until: int
+
+
+class RpcReplay(_Base):
+    """Adversarial, beyond TCP: until ``until``, each request ``node`` sends to a controller is, with probability
+    ``p``, delivered again ``lag`` ms later (the same request, processed twice)."""
+
+    do: Literal["rpc-replay"]
+    node: str
+    lag: int
+    p: NotRequired[float]
+    until: int
+
+
+class CrashAt(_Base):
+    """kill -9 aimed at a point: the first time within ``within`` ms that ``node`` (absent: any broker) reaches
+    ``point``, it crashes there. ``confirm-split``: its confirmOffset lies inside a message; ``empty-epoch``: an epoch
+    entry appended since the action has no byte under it yet; ``role-change``: between the sub-steps of a role change
+    (``step`` 1-3: ``ReplicasManager.changeToMaster`` / ``changeToSlave``, ``impl/broker/replicas_manager.py``)."""
+
+    do: Literal["crash-at"]
+    node: NotRequired[str]
+    point: TrapPoint
+    step: NotRequired[int]
+    within: int
+    powerLoss: NotRequired[bool]
+
+
 class Produce(_Base):
     """The producer sends ``count`` messages now (of ``size`` bytes, or the workload's sizes)."""
 
@@ -160,12 +219,13 @@ class Produce(_Base):
 
 Action = (
     Crash | Restart | Stop | LoseFile | Partition | Heal | Pause | Resume | BreakHa | Net | SlowCommit | SlowApply
-    | SlowDispatch | AdminElect | Clean | ExpandQueues | Produce
+    | SlowDispatch | AdminElect | Clean | ExpandQueues | Produce | HaFault | HaStale | RpcReplay | CrashAt
 )
 """One primitive fault action."""
 
 Do = Literal["crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
-             "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply", "expand-queues"]
+             "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply", "expand-queues",
+             "ha-fault", "ha-stale", "rpc-replay", "crash-at"]
 """The primitives' names (``Action``'s ``do``)."""
 
 PRIMITIVES: tuple[str, ...] = get_args(Do)
@@ -215,6 +275,24 @@ FAULT_KINDS: dict[str, str] = {
     "admin-elect": "mqadmin electMaster, designating a random broker or none",
     "expand-queues": "mqadmin updateTopic on the routed master: the topic gains 2 read and write queues "
                      "(needs [workload] topic_config)",
+    # issue 21, faults at the guards (GUARD_KINDS: drawn at their default weight only with [faults] guards, or
+    # [faults] adversarial for the kinds beyond TCP)
+    "ha-dup": "adversarial (beyond TCP): for a while, an HA write into a broker sometimes arrives twice",
+    "ha-reorder": "adversarial (beyond TCP): for a while, an HA write into a broker sometimes arrives after the next "
+                  "one",
+    "ha-replay": "adversarial (beyond TCP): a broker's next HA connection gets the last write of its previous one "
+                 "again",
+    "ha-stale-tail": "TCP-faithful: a broker's HA connections close (a reset, or its crash and restart) and what it "
+                     "had sent, with its FIN, reaches the peer late: the peer meets the next connection first",
+    "stale-request": "TCP-faithful: a broker's link to the controller holds its requests (TCP retransmits); the "
+                     "broker may crash and restart meanwhile; the heal delivers them, a dead incarnation's after its "
+                     "successor's",
+    "rpc-replay": "adversarial (beyond TCP): for a while, a broker's controller requests are sometimes delivered "
+                  "again seconds later",
+    "crash-split-confirm": "kill -9 a broker the first time its confirmOffset lies inside a message, restart later",
+    "crash-role-change": "kill -9 a broker between two sub-steps of its next role change, restart later",
+    "crash-empty-epoch": "kill -9 a broker between an epoch entry's append and the first byte written under it, "
+                         "restart later",
 }
 """Composite fault kinds (``[faults] weights``), each expanded by the generator into primitive actions."""
 
@@ -224,4 +302,21 @@ DEFAULT_WEIGHTS: dict[str, float] = {
     "partition-halves": 0.7, "break-ha": 1.0, "lossy-network": 1.0, "slow-commit": 0.5, "pause-broker": 1.0,
     "slow-dispatch": 1.0, "admin-elect": 0.7,
 }
-"""The weights of the kinds a profile does not weigh itself (the others are off by default)."""
+"""The weights of the kinds a profile does not weigh itself (the others are off by default). The kinds of
+``GUARD_KINDS`` take theirs only with ``[faults] guards`` (the TCP-faithful ones) or ``[faults] adversarial``
+(``ADVERSARIAL_KINDS``): a trace header written before them names none of them, and must replay as it was."""
+
+GUARD_WEIGHTS: dict[str, float] = {
+    "ha-dup": 0.4, "ha-reorder": 0.4, "ha-replay": 0.4, "ha-stale-tail": 1.0, "stale-request": 1.0, "rpc-replay": 0.4,
+    "crash-split-confirm": 0.7, "crash-role-change": 0.7, "crash-empty-epoch": 0.7,
+}
+DEFAULT_WEIGHTS.update(GUARD_WEIGHTS)
+
+GUARD_KINDS: frozenset[str] = frozenset(GUARD_WEIGHTS)
+"""The fault kinds of issue 21 (faults where the guards are): off unless ``[faults] guards`` (the TCP-faithful
+ones), ``[faults] adversarial`` (``ADVERSARIAL_KINDS``) or ``[faults] weights`` turns them on."""
+
+ADVERSARIAL_KINDS: frozenset[str] = frozenset({"ha-dup", "ha-reorder", "ha-replay", "rpc-replay"})
+"""Kinds beyond what TCP does (docs/trace-format.md): within one connection TCP never duplicates or reorders bytes,
+never delivers a closed connection's bytes on another, and never delivers a request twice. They exercise RocketMQ's
+guards as an adversary would; the other kinds are faults a real deployment sees."""

@@ -96,6 +96,13 @@ class FaultConfig:
     max_down: int = _sim(1, "brokers that may be down at the same time")
     lose_unflushed_tail: float = _sim(0.0, "probability that a broker crash is a power loss")
     weights: dict[str, float] = _sim(dict, "relative weight of each fault kind (impl/sim/actions.py: FAULT_KINDS)")  # noqa: RUF009
+    guards: bool = _sim(False, "also draw the TCP-faithful faults at the guards (issue 21: stale HA tails, controller "
+                        "requests held across a restart, crashes aimed at chosen points) at their default weights; "
+                        "off: only the ones [faults] weights names", quiet=True)
+    adversarial: bool = _sim(False, "also draw the adversarial faults at the guards, beyond what TCP does (issue 21: "
+                             "HA writes duplicated, reordered, replayed across connections; controller requests "
+                             "replayed; ADVERSARIAL_KINDS in impl/sim/actions.py) at their default weights",
+                             quiet=True)
 
 
 @dataclass
@@ -114,6 +121,11 @@ class SimConfig:
                                  quiet=True)
     base_offset: int = _sim(0, "physical offset at which every broker's commit log starts (a long history, older "
                             "files deleted): offsets past 2^31 and 2^32 with a small log", quiet=True)
+    interleave: bool = _sim(False, "a broker's long steps run in sub-steps that other events interleave with, as "
+                            "RocketMQ's threads do: a role change (ReplicasManager.changeToMaster / changeToSlave: "
+                            "the SyncStateSet, the HA service's switch with its epoch append, the wait for dispatch, "
+                            "the store's role, the registration) and the reput (ReputMessageService.doReput, a few "
+                            "messages at a time); the gaps are drawn from the broker's seeded stream", quiet=True)
 
 
 @dataclass
@@ -201,6 +213,13 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
               "store": {"allAckInSyncStateSet": True},
               "faults": {"weights": {"crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
                                      "slow-apply": 0.5}}},
+    # safe, with the TCP-faithful faults at the guards (issue 21) at their default weights and the broker's long
+    # steps interleaved (role changes and the reput in sub-steps)
+    "guards": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True}, "sim": {"interleave": True}},
+    # the guards profile with the adversarial faults too (beyond TCP: duplicated, reordered and replayed HA writes,
+    # replayed controller requests)
+    "adversarial": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True, "adversarial": True},
+                    "sim": {"interleave": True}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},

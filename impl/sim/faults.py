@@ -15,8 +15,26 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from ..rng import DetRng
-from .actions import DEFAULT_WEIGHTS, FAULT_KINDS, PRIMITIVES, Action, Restart, without_release
+from .actions import (
+    ADVERSARIAL_KINDS,
+    DEFAULT_WEIGHTS,
+    FAULT_KINDS,
+    GUARD_KINDS,
+    PRIMITIVES,
+    Action,
+    CrashAt,
+    HaFault,
+    HaStale,
+    Restart,
+    TamperMode,
+    TrapPoint,
+    without_release,
+)
 from .config import FaultConfig
+
+TAMPER: dict[str, TamperMode] = {"ha-dup": "dup", "ha-reorder": "reorder", "ha-replay": "replay"}
+POINTS: dict[str, TrapPoint] = {"crash-split-confirm": "confirm-split", "crash-role-change": "role-change",
+                                "crash-empty-epoch": "empty-epoch"}
 
 
 class WorldView:
@@ -43,13 +61,23 @@ class WorldView:
     controllers: list[str]
 
 
+def guard_default_on(kind: str, cfg: FaultConfig) -> bool:
+    """Whether a kind takes its default weight: every kind from before issue 21 does; a kind at the guards only with
+    ``[faults] guards`` (TCP-faithful) or ``[faults] adversarial`` (``ADVERSARIAL_KINDS``)."""
+    if kind in ADVERSARIAL_KINDS:
+        return cfg.adversarial
+    return kind not in GUARD_KINDS or cfg.guards
+
+
 class FaultGenerator:
     """Draws composite faults; ``next_actions(now)`` returns primitive actions with their follow-ups."""
 
     def __init__(self, cfg: FaultConfig, rng: DetRng) -> None:
         self.cfg = cfg
         self.rng = rng
-        weights = dict(DEFAULT_WEIGHTS)
+        # a kind of issue 21 takes its default weight only with [faults] guards (adversarial: [faults] adversarial): a
+        # header written before them (which names none of them) draws exactly what it drew then
+        weights = {k: w for k, w in DEFAULT_WEIGHTS.items() if guard_default_on(k, cfg)}
         weights.update(cfg.weights)
         self.weights = [(k, weights[k]) for k in FAULT_KINDS if weights.get(k, 0) > 0]
         self.busy: set[str] = set()  # nodes with a pending heal/restart/resume
@@ -220,6 +248,8 @@ class FaultGenerator:
             if not free:
                 return []
             return [{"t": now, "do": "slow-dispatch", "node": rng.choice(free), "ms": rng.between(500, 8000)}]
+        if kind in GUARD_KINDS:
+            return self._make_guard(kind, now, world, free)
         if kind == "expand-queues":
             return [{"t": now, "do": "expand-queues", "by": 2}]
         if kind == "admin-elect":
@@ -227,6 +257,73 @@ class FaultGenerator:
             designate = rng.choice(ids) if ids and rng.chance(0.8) else None
             return [{"t": now, "do": "admin-elect", "brokerId": designate}]
         raise ValueError(f"unknown fault kind {kind}")  # pragma: no cover
+
+    def _make_guard(self, kind: str, now: int, world: WorldView, free: list[str]) -> list[Action]:
+        """The kinds of issue 21 (faults at the guards), each one primitive action or a short sequence."""
+        rng = self.rng
+        if not free:
+            return []
+        if kind in ("ha-dup", "ha-reorder", "ha-replay"):
+            until = self._heal_at(now)
+            tamper: HaFault = {"t": now, "do": "ha-fault", "node": rng.choice(free), "mode": TAMPER[kind],
+                               "p": rng.choice([0.1, 0.3, 1.0]), "until": until}
+            if kind != "ha-replay":
+                return [tamper]
+            # a new connection within the window: the replay comes on it
+            return [tamper, {"t": now + rng.between(1000, max(1000, (until - now) // 2)), "do": "break-ha",
+                             "node": tamper["node"]}]
+        if kind == "rpc-replay":
+            return [{"t": now, "do": "rpc-replay", "node": rng.choice(free), "lag": rng.between(500, 10_000),
+                     "p": rng.choice([0.3, 1.0]), "until": self._heal_at(now)}]
+        if kind == "ha-stale-tail":
+            target = rng.choice(free)
+            window: HaStale = {"t": now, "do": "ha-stale", "node": target, "lag": rng.between(1000, 12_000),
+                               "until": now + 20_000}
+            if rng.chance(0.5) or self._down(world) >= self.cfg.max_down:
+                return [window, {"t": now + 1, "do": "break-ha", "node": target}]
+            self.busy.add(target)
+            crash_at = now + rng.between(1, 2000)
+            return [window, {"t": crash_at, "do": "crash", "node": target, "powerLoss": False},
+                    {"t": crash_at + rng.between(1000, 4000), "do": "restart", "node": target, "release": [target]}]
+        if kind == "stale-request":
+            return self._stale_request(now, world, free)
+        if self._down(world) >= self.cfg.max_down:
+            return []
+        # crash-split-confirm, crash-role-change, crash-empty-epoch: a trap, perhaps a role change, a restart
+        target = rng.choice(free)
+        self.busy.add(target)
+        within = rng.between(10_000, 30_000)
+        arm: CrashAt = {"t": now, "do": "crash-at", "node": target, "point": POINTS[kind], "within": within}
+        if kind == "crash-role-change":
+            arm["step"] = rng.between(1, 3)
+        out: list[Action] = [arm]
+        bid = world.broker_id(target)
+        if kind != "crash-split-confirm" and bid is not None and rng.chance(0.5):  # bring a role change about
+            out.append({"t": now + 1, "do": "admin-elect", "brokerId": bid})
+        out.append({"t": self._restart_at(now + within), "do": "restart", "node": target, "release": [target]})
+        return out
+
+    def _stale_request(self, now: int, world: WorldView, free: list[str]) -> list[Action]:
+        """A broker's link to the controller holds its requests (TCP retransmits); perhaps the broker crashes and
+        restarts meanwhile; the heal delivers them, a dead incarnation's ``hold`` ms after its successor's."""
+        rng = self.rng
+        master = world.believed_master()
+        target = master if master in free and rng.chance(0.6) else rng.choice(free)
+        ctls = list(getattr(world, "controllers", [world.controller]))
+        may_crash = self._down(world) < self.cfg.max_down  # before the target counts as busy
+        self.busy.add(target)
+        pid = self._pid()
+        out: list[Action] = [{"t": now, "do": "partition", "id": pid, "links": [[target, c] for c in ctls],
+                              "hold": rng.between(1000, 15_000)}]
+        heal = now + rng.between(2000, 9000)
+        if rng.chance(0.5) and may_crash:
+            crash_at = now + rng.between(200, 3000)
+            back = crash_at + rng.between(1000, 4000)
+            out += [{"t": crash_at, "do": "crash", "node": target, "powerLoss": False},
+                    {"t": back, "do": "restart", "node": target}]
+            heal = max(heal, back + rng.between(1000, 6000))
+        out.append({"t": heal, "do": "heal", "id": pid, "release": [target]})
+        return sorted(out, key=lambda a: a["t"])
 
     def release(self, nodes: list[str]) -> None:
         self.busy.difference_update(nodes)

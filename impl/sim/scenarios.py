@@ -55,7 +55,7 @@ class Scenario:
         return config_from_dict(settings, cfg) if settings else cfg
 
     def bugs(self, on: bool) -> list[str]:
-        extra = [self.bug] if on and B.BUGS[self.bug].kind in ("switch", "fidelity", "upstream") else []
+        extra = [self.bug] if on and B.BUGS[self.bug].kind in ("switch", "fidelity", "upstream", "guard") else []
         return sorted([*self.fixes, *extra])
 
     def config_for(self, on: bool) -> Config:
@@ -241,6 +241,70 @@ SCENARIOS: dict[str, Scenario] = {
                  config=SETTLED, fixes=B.FIXES_ALL,
                  story="Slave b1 is cut from the controller for 8 s; its metadata sync times out and, with the "
                        "switch, the exception kills the scheduled task: b1 never syncs its metadata again."),
+        # ---- issue 21: the guards, each reached by a fault at the guards (or the interleaved steps)
+        Scenario(B.SLAVE_SKIPS_OFFSET_CHECK, 1, 30000,
+                 [{"t": 7000, "do": "produce", "count": 2},
+                  {"t": 8000, "do": "ha-fault", "node": "b1", "mode": "dup", "p": 1.0, "until": 8600},
+                  {"t": 8100, "do": "produce", "count": 3}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Adversarial (beyond TCP): every HA write into slave b1 arrives twice for 600 ms. The second "
+                       "copy of a transfer frame names an offset b1 has passed; without the contiguity check b1 "
+                       "appends it again at its end. With the check b1 closes the connection, reconnects and goes on."),
+        Scenario(B.EPOCH_APPEND_UNCHECKED, 1, 60000,
+                 [{"t": 2000, "do": "produce", "count": 2},
+                  {"t": 6000, "do": "ha-fault", "node": "b1", "mode": "replay", "p": 1.0, "until": 60000},
+                  {"t": 13000, "do": "crash", "node": "b2"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Adversarial (beyond TCP): master b2 dies; slave b1 follows b3 (epoch 2), and the last write "
+                       "of its connection to b2, an idle heartbeat of epoch 1 at b1's log end, is replayed on the new "
+                       "connection after b3's handshake and first frame. Its offset is b1's end, so it passes the "
+                       "contiguity check; the epoch file's append guard rejects the entry (1, 0) after (2, 697). "
+                       "Without it the cache holds epoch 1 after epoch 2."),
+        Scenario(B.ALTER_SKIPS_MEMBER_CHECKS, 1, 20000,
+                 [{"t": 5200, "do": "partition", "id": "h", "links": [["b2", "ctl"]], "hold": 3000},
+                  {"t": 6000, "do": "crash", "node": "b1"},
+                  {"t": 6500, "do": "clean", "ids": "3"},
+                  {"t": 8000, "do": "heal", "id": "h"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="TCP-faithful: master b2's link to the controller holds its requests (TCP retransmits) while "
+                       "it proposes adding b1 (id 3); b1 dies and mqadmin cleans its id; the heal delivers the "
+                       "proposal, whose epochs still match. alterSyncStateSet's membership check rejects a member "
+                       "that is no longer registered; without it the SyncStateSet holds an unknown id."),
+        Scenario(B.RECOVER_KEEPS_SPLIT_CONFIRM, 1, 60000,
+                 [{"t": 2000, "do": "produce", "count": 2, "size": 500},
+                  {"t": 7000, "do": "crash-at", "node": "b2", "point": "confirm-split", "within": 10000},
+                  {"t": 8000, "do": "produce", "count": 3, "size": 500},
+                  {"t": 15000, "do": "restart", "node": "b2"},
+                  {"t": 30000, "do": "admin-elect", "brokerId": 1}],
+                 config={**QUIET, "store": {"haTransferBatchSize": 300}}, fixes=B.FIXES_ALL,
+                 story="Transfer batches of 300 bytes split 500-byte messages, so acks and master b2's confirmOffset "
+                       "land inside messages; b2 is killed the first time its confirmOffset does. Recovery lowers a "
+                       "confirmOffset past the last whole confirmed message to that message's end; without it b2 "
+                       "restarts with its reput inside a message, and when mqadmin makes it master again its "
+                       "truncateInvalidMsg scans from there and cuts whole, confirmed messages."),
+        Scenario(B.ROLE_CHANGE_SKIPS_DISPATCH_WAIT, 1, 40000,
+                 [{"t": 8000, "do": "produce", "count": 6},
+                  {"t": 11500, "do": "slow-dispatch", "node": "b1", "ms": 5000},
+                  {"t": 11500, "do": "slow-dispatch", "node": "b3", "ms": 5000},
+                  {"t": 12000, "do": "crash", "node": "b2"},
+                  {"t": 25000, "do": "produce", "count": 1}, {"t": 35000, "do": "produce", "count": 4}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Interleaved steps: the slaves' reput threads stall as master b2 dies; b1's promotion "
+                       "confirms what it received and must dispatch it before it recovers its topic queue table. "
+                       "RocketMQ's role change waits (dispatchBehindBytes, 100 ms sleeps) until the stall ends; "
+                       "without the wait the table misses the undispatched messages and b1's next puts reuse their "
+                       "queue offsets."),
+        Scenario(B.SLAVE_REPORTS_AT_HANDSHAKE, 1, 30000,
+                 [{"t": 8000, "do": "partition", "id": "p", "links": [["b2", "b3"], ["b3", "b2"]]},
+                  {"t": 8000, "do": "ha-stale", "node": "b1", "lag": 10000, "until": 30000},
+                  {"t": 8100, "do": "produce", "count": 1},
+                  {"t": 8200, "do": "crash", "node": "b1"}, {"t": 9200, "do": "restart", "node": "b1"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="TCP-faithful: slave b3 is cut from master b2; slave b1 acks a put, then dies and its FIN "
+                       "reaches b2 10 s late, so b2 still holds b1's old connection when b1 is back and reconnects. "
+                       "GroupTransferService counts connections: with an eager first report the new connection's "
+                       "ack and the stale one's make three, and the put is acknowledged without b3. RocketMQ's slave "
+                       "reports a new connection only at its 5 s heartbeat, after the put's 3 s timeout."),
     ]
 }
 

@@ -26,11 +26,30 @@ The network:
 Crashes keep what the process had on disk (``BrokerDisk``, ``ControllerDisk``); a power loss also drops
 the unflushed tail. A paused process (SIGSTOP) receives nothing until it resumes; its events then run in order.
 
+The faults at the guards (issue 21; ``impl/sim/actions.py``), each off until an action turns it on:
+
+* A partition with ``hold`` holds RPC messages on its links instead of dropping them (TCP retransmits); the heal
+  delivers them in order, a dead incarnation's ``hold`` ms late and followed by the close of its connection (its
+  orphaned socket's retransmissions come after the restarted process's new connection).
+* ``ha-stale``: a node's closing end of an HA stream sends what is in flight and its FIN ``lag`` ms late; a write
+  the peer makes meanwhile reaches the closed socket and comes back as a reset (a FIN that overtakes the late one).
+* ``ha-fault`` (adversarial): writes into a node duplicated, swapped with the next one, or the last write of its
+  previous connection replayed on its next one after that connection's first two writes (the master's handshake
+  and its first frame, on a slave).
+* ``rpc-replay`` (adversarial): a node's controller requests delivered a second time, later.
+* ``crash-at``: a broker crashes at the end of the step in which it reached a point (its confirmOffset inside a
+  message, an epoch entry with no byte under it yet, a role change's sub-step boundary: the broker emits
+  ``brk.point`` there and waits, so that nothing after the boundary runs). The crash is the ``sim.crash`` of that
+  step, with ``at``.
+
+Their draws come from their own stream (``guard-faults``), taken only while one of them is on.
+
 With ``[sim] progress`` a run ends with a fault-free settle tail and the progress invariants (``settle.py``).
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 from collections.abc import Callable
@@ -52,7 +71,7 @@ from ..runtime import Actor, Command, HAClose, HAConnect, HAWrite, Observe, Send
 from ..store.disk import BrokerDisk
 from ..trace import ViolationRecord
 from ..wire import CleanBrokerDataRequestHeader, ElectMasterRequestHeader
-from .actions import Action, without_release
+from .actions import Action, CrashAt, without_release
 from .clients import AdminNode, ConsumerNode, ProducerNode
 from .config import Config
 from .events import ChannelClosedEvent, HaChunkEvent, MsgEvent, StepEvent
@@ -78,9 +97,26 @@ class Stream:
     open_b: bool = True
     last: list[int] = field(default_factory=lambda: [0, 0])
     held: list[list[bytes | None]] = field(default_factory=lambda: [[], []])
+    # the faults at the guards: per direction, the extra delay of a closed end's stale tail (ha-stale), a write held
+    # back to follow the next one (reorder), an old connection's write to replay after the first one (replay)
+    lag: list[int] = field(default_factory=lambda: [0, 0])
+    reset: bool = False
+    swap: list[bytes | None] = field(default_factory=lambda: [None, None])
+    replay: list[tuple[bytes, int] | None] = field(default_factory=lambda: [None, None])  # (write, writes before)
 
     def ends(self, direction: int) -> tuple[str, str]:
         return (self.a, self.b) if direction == 0 else (self.b, self.a)
+
+
+@dataclass
+class Trap:
+    """A ``crash-at`` action waiting for its point (``node``: a broker's name, or ``*``: any broker)."""
+
+    point: str
+    step: int
+    until: int
+    power_loss: bool
+    epochs: dict[str, int] = field(default_factory=dict)  # empty-epoch: each broker's last epoch when armed
 
 
 class Recorder(Protocol):
@@ -167,6 +203,16 @@ class Simulation(WorldView):
         self.net_window = (0.0, 0.0, 0.0, -1)
         self.streams: dict[int, Stream] = {}
         self._next_conn = 0
+        # the faults at the guards (issue 21): off until an action turns one on; their draws come from their own stream
+        self.rng_guard = root.fork("guard-faults")
+        self.ha_faults: dict[str, dict[str, tuple[float, int]]] = {}  # node -> mode -> (p, until)
+        self.ha_stale: dict[str, tuple[int, int]] = {}  # node -> (lag, until)
+        self.rpc_replay: dict[str, tuple[int, float, int]] = {}  # node -> (lag, p, until)
+        self.last_in: dict[str, bytes] = {}  # ha-fault replay: the last write into a node
+        self.partition_hold: dict[str, int] = {}  # partition id -> hold (ms), for the partitions that hold
+        self.held_rpc: dict[tuple[str, str], list[tuple[Any, ...]]] = {}  # link -> what it holds, in order
+        self.traps: dict[str, Trap] = {}
+        self.interleave = cfg.sim.interleave
         self.violation: Violation | None = None
         self.recorder = recorder
         self._step_obs: list[Observation] = []
@@ -204,6 +250,8 @@ class Simulation(WorldView):
         self.nodes[name] = node
         self.up[name] = True
         node.now = self.now
+        if self.traps and isinstance(node, BrokerNode):
+            self._arm_points(name, node)
         node.start()
         self._drain(node)
 
@@ -361,6 +409,8 @@ class Simulation(WorldView):
         return name in self.paused or (node is not None and token in node._timers)
 
     def _finish_step(self) -> None:
+        if self.traps:
+            self._check_traps()
         obs = self._step_obs
         self.checker.after_step(obs)
         if self.recorder is not None and self._step_event is not None:
@@ -521,6 +571,12 @@ class Simulation(WorldView):
             self._step_obs.append({"k": "net.unknown-destination", "src": src, "dst": dst})
             return
         if not self.up[dst] or self.is_blocked(src, dst):
+            if self.partition_hold and self.up[dst]:
+                hold = self._hold(src, dst)
+                if hold is not None:  # TCP holds the bytes; the heal delivers them (_flush_held_rpc)
+                    self.held_rpc.setdefault((src, dst), []).append(("msg", self.inc.get(src, 0), self.inc[dst],
+                                                                      hold, cmd))
+                    return
             why = "down" if not self.up[dst] else "partition"
             self._step_obs.append({"k": "net.drop", "src": src, "dst": dst, "code": int(cmd.code), "why": why})
             return
@@ -535,6 +591,10 @@ class Simulation(WorldView):
         dup = max(cfg.duplicate, self.net_window[1] if window else 0.0)
         if dup and self.rng_net.chance(dup):
             self._push(self.now + self._delay(), MSG, dst, self.inc[dst], src, src_inc, cmd)
+        if self.rpc_replay and src in self.rpc_replay and dst in self.ctl_set and not cmd.response:
+            lag, p, until = self.rpc_replay[src]
+            if self.now < until and self.rng_guard.chance(p):  # adversarial: the request, processed a second time
+                self._push(self.now + lag + self._delay(), MSG, dst, self.inc[dst], src, src_inc, cmd)
 
     # ------------------------------------------------------------------------------ HA streams
 
@@ -548,7 +608,13 @@ class Simulation(WorldView):
             return
         self._next_conn += 1
         conn = self._next_conn
-        self.streams[conn] = Stream(conn, src, dst, self.inc[src], self.inc[dst])
+        stream = self.streams[conn] = Stream(conn, src, dst, self.inc[src], self.inc[dst])
+        if self.ha_faults:
+            for direction, end in ((1, src), (0, dst)):  # a replay into either end, from its previous connection
+                mode = self.ha_faults.get(end, {}).get("replay")
+                old = self.last_in.get(end)
+                if mode is not None and self.now < mode[1] and old is not None and self.rng_guard.chance(mode[0]):
+                    stream.replay[direction] = (old, 2)  # after the handshake and the first frame
         self._push(self.now + self.cfg.network.connect_delay, HA_OPEN, conn, token)
 
     def _accept(self, conn: int, token: int, rec: bool) -> None:
@@ -575,6 +641,46 @@ class Simulation(WorldView):
         if s is None or not self._side_open(s, src):
             return
         direction = 0 if src == s.a else 1
+        if self.ha_faults and data is not None:
+            dst = s.b if direction == 0 else s.a
+            if dst in self.ha_faults and self._tamper(s, direction, dst, data):
+                return
+        self._write_pieces(s, direction, data)
+
+    def _tamper(self, s: Stream, direction: int, dst: str, data: bytes) -> bool:
+        """ha-fault (adversarial): a write into ``dst`` duplicated, held to follow the next one, or followed by the
+        replay of its previous connection's last write. True when the write has been dealt with here."""
+        modes = self.ha_faults[dst]
+        now = self.now
+        replay = modes.get("replay")
+        if replay is not None and now < replay[1]:
+            self.last_in[dst] = data
+        pending: bytes | None = None
+        replayed = s.replay[direction]
+        if replayed is not None:
+            s.replay[direction] = (replayed[0], replayed[1] - 1) if replayed[1] > 1 else None
+            pending = replayed[0] if replayed[1] <= 1 else None
+        held, s.swap[direction] = s.swap[direction], None
+        out = [data]
+        if held is not None:  # the write held back goes after this one
+            out.append(held)
+        else:
+            swap = modes.get("reorder")
+            if swap is not None and now < swap[1] and self.rng_guard.chance(swap[0]):
+                s.swap[direction] = data
+                out = []
+        dup = modes.get("dup")
+        if out and dup is not None and now < dup[1] and self.rng_guard.chance(dup[0]):
+            out.insert(1, data)
+        if pending is not None:
+            out.append(pending)
+        if out == [data]:
+            return False
+        for piece in out:
+            self._write_pieces(s, direction, piece)
+        return True
+
+    def _write_pieces(self, s: Stream, direction: int, data: bytes | None) -> None:
         frag = self.cfg.network.ha_fragment
         if frag and data is not None and len(data) > 1 and self.rng_frag.chance(frag):
             # TCP delivers a write as segments; a reader must reassemble frames (AutoSwitchHAClient.HAClientReader
@@ -590,7 +696,7 @@ class Simulation(WorldView):
         if self.is_blocked(src, dst) or s.held[direction]:
             s.held[direction].append(data)
             return
-        t = max(self.now + self._delay(), s.last[direction])
+        t = max(self.now + self._delay() + s.lag[direction], s.last[direction])
         s.last[direction] = t
         self._push(t, HA, s.conn, direction, data)
 
@@ -600,12 +706,33 @@ class Simulation(WorldView):
             return
         if name == s.a and s.open_a:
             s.open_a = False
-            self._send_chunk(s, 0, None)  # FIN
+            direction = 0
         elif name == s.b and s.open_b:
             s.open_b = False
-            self._send_chunk(s, 1, None)
-        if not s.open_a and not s.open_b and not s.held[0] and not s.held[1]:
-            pass
+            direction = 1
+        else:
+            return
+        held = s.swap[direction]
+        if held is not None:  # a write held back by a reorder goes before the FIN
+            s.swap[direction] = None
+            self._write_pieces(s, direction, held)
+        if self.ha_stale:
+            stale = self.ha_stale.get(name)
+            if stale is not None and self.now < stale[1]:
+                self._stale_tail(s, direction, stale[0])
+        self._send_chunk(s, direction, None)  # FIN
+
+    def _stale_tail(self, s: Stream, direction: int, lag: int) -> None:
+        """ha-stale: what this end has in flight, and its FIN, reach the peer ``lag`` ms late (same order)."""
+        s.lag[direction] = lag
+        moved = False
+        for i, (t, seq, kind, payload) in enumerate(self._heap):
+            if kind == HA and payload[0] == s.conn and payload[1] == direction:
+                self._heap[i] = (t + lag, seq, kind, payload)
+                moved = True
+        if moved:
+            heapq.heapify(self._heap)
+            s.last[direction] += lag
 
     def _deliver_chunk(self, conn: int, direction: int, chunk: bytes | None, rec: bool) -> None:
         s = self.streams[conn]
@@ -619,6 +746,12 @@ class Simulation(WorldView):
                 piece["n"] = len(chunk)
             self._step_event = piece
         if not self._side_open(s, dst):
+            if chunk is not None and s.lag[1 - direction] and not s.reset:
+                # ha-stale: the write reached a closed socket whose FIN is late; its kernel answers with a reset
+                s.reset = True
+                writer = s.a if direction == 0 else s.b
+                if not self.is_blocked(dst, writer):
+                    self._push(self.now + self._delay(), HA, conn, 1 - direction, None)
             return
         node = self._deliverable(dst, dst_inc, HA, (conn, direction, chunk))
         if node is None:
@@ -668,14 +801,19 @@ class Simulation(WorldView):
         elif a["do"] == "partition":
             links = [(x[0], x[1]) for x in a["links"]]
             self.partitions[a["id"]] = links
+            if "hold" in a:
+                self.partition_hold[a["id"]] = int(a["hold"])
             for link in links:
                 self.blocked[link] = self.blocked.get(link, 0) + 1
         elif a["do"] == "heal":
+            self.partition_hold.pop(a["id"], None)
             for link in self.partitions.pop(a["id"], []):
                 self.blocked[link] -= 1
                 if self.blocked[link] <= 0:
                     del self.blocked[link]
             self._flush_held()
+            if self.held_rpc:
+                self._flush_held_rpc()
         elif a["do"] == "pause":
             if self.up.get(a["node"]) and a["node"] not in self.paused:
                 self.paused[a["node"]] = []
@@ -732,6 +870,14 @@ class Simulation(WorldView):
                 admin.call_broker(master.split(":")[0], RequestCode.UPDATE_AND_CREATE_TOPIC,
                                   {"topic": "TopicTest", "readQueueNums": n, "writeQueueNums": n})
                 self._drain(admin)
+        elif a["do"] == "ha-fault":
+            self.ha_faults.setdefault(a["node"], {})[a["mode"]] = (float(a.get("p", 1.0)), int(a["until"]))
+        elif a["do"] == "ha-stale":
+            self.ha_stale[a["node"]] = (int(a["lag"]), int(a["until"]))
+        elif a["do"] == "rpc-replay":
+            self.rpc_replay[a["node"]] = (int(a["lag"]), float(a.get("p", 1.0)), int(a["until"]))
+        elif a["do"] == "crash-at":
+            self._arm(a)
         elif a["do"] == "produce":
             producer = self.nodes["p1"]
             assert isinstance(producer, ProducerNode)
@@ -746,7 +892,7 @@ class Simulation(WorldView):
         admin.now = self.now
         return admin
 
-    def crash(self, name: str, power_loss: bool = False, clean: bool = False) -> None:
+    def crash(self, name: str, power_loss: bool = False, clean: bool = False, at: str | None = None) -> None:
         if not self.up.get(name):
             return
         self.up[name] = False
@@ -765,13 +911,18 @@ class Simulation(WorldView):
         crashed: SimCrash = {"k": "sim.crash", "node": name, "powerLoss": power_loss, "lostBytes": lost}
         if clean:
             crashed["clean"] = True
+        if at is not None:
+            crashed["at"] = at
         self._step_obs.append(crashed)
         for s in self.streams.values():
             if name in (s.a, s.b):
                 self._close_side(s.conn, name)
         for peer in (*self.controllers, self.nameserver):
+            hold = self._hold(name, peer) if self.partition_hold and peer != name and self.up.get(peer) else None
             if peer != name and self.up.get(peer) and not self.is_blocked(name, peer):
                 self._push(self.now + self._delay(), CHAN, peer, self.inc[peer], name, self.inc[name] - 1, False)
+            elif hold is not None:  # the close waits behind what the held link still holds of this incarnation
+                self.held_rpc.setdefault((name, peer), []).append(("chan", self.inc[name] - 1, self.inc[peer], hold))
             elif self.idle_close and peer in self.ctl_set and self.up.get(peer):
                 # the close is lost: the controller's end of the connection stays open until it has been idle for
                 # serverChannelMaxIdleTimeSeconds (NettyRemotingServer's IdleStateHandler, ALL_IDLE)
@@ -779,6 +930,102 @@ class Simulation(WorldView):
                 if seen is not None and seen[0] == self.inc[name] - 1:
                     self._push(max(self.now, seen[1] + self.idle_close), CHAN, peer, self.inc[peer], name, seen[0],
                                True)
+
+    # ------------------------------------------------------------------- faults at the guards (issue 21)
+
+    def _hold(self, src: str, dst: str) -> int | None:
+        """The hold of a cut link when every partition that cuts it holds (the largest), else None (it drops)."""
+        hold = -1
+        for pid, links in self.partitions.items():
+            if (src, dst) in links:
+                h = self.partition_hold.get(pid)
+                if h is None:
+                    return None
+                hold = max(hold, h)
+        return hold if hold >= 0 else None
+
+    def _flush_held_rpc(self) -> None:
+        """A heal: each link no longer cut delivers what it held, in order; a live sender's messages now, a dead
+        incarnation's ``hold`` ms later (its orphaned socket retransmits on its own clock), its close after them."""
+        for link in sorted(self.held_rpc):
+            src, dst = link
+            if self.is_blocked(src, dst):
+                continue
+            lasts: dict[int, int] = {}  # per connection (the sender's incarnation): TCP keeps each one's order
+            for item in self.held_rpc.pop(link):
+                live = self.up.get(src, False) and self.inc.get(src, 0) == item[1]
+                base = self.now if live and item[0] == "msg" else self.now + item[3]
+                last = lasts[item[1]] = max(base + self._delay(), lasts.get(item[1], 0))
+                if item[0] == "msg":
+                    self._push(last, MSG, dst, item[2], src, item[1], item[4])
+                else:
+                    self._push(last, CHAN, dst, item[2], src, item[1], False)
+
+    def _arm(self, a: CrashAt) -> None:
+        key = a.get("node", "*")
+        trap = Trap(a["point"], int(a.get("step", 1)), self.now + int(a["within"]), bool(a.get("powerLoss", False)))
+        self.traps[key] = trap
+        for name in (self.brokers if key == "*" else [key]):
+            node = self.broker(name)
+            if isinstance(node, BrokerNode):
+                trap.epochs[name] = node.ha.epoch_cache.last_epoch()
+                self._arm_points(name, node)
+
+    def _arm_points(self, name: str, node: BrokerNode) -> None:
+        """A broker reaching a trapped role-change boundary says so (``brk.point``) and waits there; a broker up
+        for the first time under an empty-epoch trap has its last epoch noted (only a later one counts)."""
+        trap = self.traps.get(name) or self.traps.get("*")
+        node.trap_points = {trap.point: trap.step} if trap is not None and trap.point == "role-change" else {}
+        if trap is not None and name not in trap.epochs:
+            trap.epochs[name] = node.ha.epoch_cache.last_epoch()
+
+    def _check_traps(self) -> None:
+        """At the end of a step: crash the brokers that reached their trap's point in it (``crash-at``)."""
+        reached = {o.get("n") for o in self._step_obs if o["k"] == "brk.point"}
+        for key, trap in list(self.traps.items()):
+            names = self.brokers if key == "*" else [key]
+            if self.now > trap.until:
+                del self.traps[key]
+                for name in names:
+                    node = self.broker(name)
+                    if isinstance(node, BrokerNode):
+                        node.trap_points = {}
+                continue
+            for name in names:
+                node = self.broker(name)
+                if not isinstance(node, BrokerNode) or name in self.paused:
+                    continue
+                if trap.point == "role-change":
+                    hit = name in reached
+                elif name not in self.touched:
+                    continue
+                elif trap.point == "confirm-split":
+                    hit = _splits_message(node)
+                else:
+                    last = node.ha.epoch_cache.last_entry()
+                    hit = (last is not None and last.epoch != trap.epochs.get(name, -1)
+                           and last.start_offset == node.store.max_phy_offset)
+                if hit:
+                    del self.traps[key]
+                    node.trap_points = {}
+                    self.acted = True
+                    self.crash(name, trap.power_loss, at=trap.point)
+                    break
+
+
+def _splits_message(node: BrokerNode) -> bool:
+    """The confirmOffset a restart would read (the checkpoint's) lies inside a message of the log (a whole one, or
+    the partial one at its end)."""
+    log = node.store.commitlog
+    c = node.disk.checkpoint_confirm
+    if c <= log.min_offset or c > log.max_offset:
+        return False
+    i = bisect.bisect_left(log.ends, c)
+    if i < len(log.ends) and log.ends[i] == c:
+        return False  # the end of a whole message
+    if i < len(log.records):
+        return log.records[i].offset < c  # inside the next whole message (not at its start)
+    return c > log.whole_end()  # inside the partial message at the end
 
 
 def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], brokers: list[str], nameserver: str,
@@ -798,7 +1045,7 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
                           queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries,
                           topic_config=cfg.workload.topic_config, other_topics=cfg.workload.other_topics,
-                          topic_persist_us=cfg.workload.topic_persist_us)
+                          topic_persist_us=cfg.workload.topic_persist_us, interleave=cfg.sim.interleave)
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng, bugs)
     if name == "c1":

@@ -21,6 +21,7 @@ Rules (``S/CommitLog.java``, ``S/DefaultMessageStore.java``, ``AutoSwitchHAServi
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -232,6 +233,8 @@ class MessageStore:
                                    file_size=cfg.mapped_file_size_commit_log if file_boundaries else 0)
         self.commitlog.spans_allowed = B.APPEND_SPANS_FILE in bugs
         self.epoch_cache = EpochFileCache(disk.write_epoch_file)
+        self.epoch_cache.unchecked = B.EPOCH_APPEND_UNCHECKED in bugs
+        self.keep_split_confirm = B.RECOVER_KEEPS_SPLIT_CONFIRM in bugs
         if disk.epoch_file:
             self.epoch_cache.init_cache_from_file(disk.epoch_file)
         self.role = BrokerRole(cfg.broker_role) if not controller_mode else BrokerRole.ASYNC_MASTER
@@ -284,7 +287,7 @@ class MessageStore:
                 self._set_confirm(log.min_offset)
             elif normally and self.confirm_offset > process:
                 self._set_confirm(process)
-            elif not normally and self.confirm_offset > last_confirm_valid:
+            elif not normally and self.confirm_offset > last_confirm_valid and not self.keep_split_confirm:
                 self._set_confirm(last_confirm_valid)
         else:
             self._set_confirm(process)
@@ -312,9 +315,27 @@ class MessageStore:
             self.consume_queues.setdefault(q[0], {}).setdefault(q[1], d)
 
     def recover_topic_queue_table(self) -> None:
-        """``DefaultMessageStore.recoverTopicQueueTable``: each queue's next offset is its consume queue's max + 1."""
-        if self.queues:
-            self.topic_queue_table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
+        """``DefaultMessageStore.recoverTopicQueueTable`` -> ``ConsumeQueueStore.recoverOffsetTable``: each queue's next
+        offset is its consume queue's max + 1; in controller mode ``compensateForHA`` then reads the commit log from
+        confirmOffset (``CommitLog.getConfirmOffset``, 0 if -1) to its end, and each whole message there sets its
+        queue's next offset to its queue offset + 1 (the messages a restarted or promoted broker holds past what it
+        dispatched keep their queue offsets)."""
+        if not self.queues:
+            return
+        table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
+        if self.controller_mode:
+            log = self.commitlog
+            start = max(self.get_confirm_offset(), 0)
+            stop = log.torn[0] if log.torn else log.max_offset  # checkMessageAndReturnSize fails there: break
+            for rec in log.records[bisect.bisect_left(log.ends, start + 1):]:
+                if rec.offset < start:
+                    continue  # confirmOffset inside a message: the scan starts at the next one
+                if rec.offset >= stop:
+                    break
+                q = queue_of(log.data, rec.offset)
+                if q is not None:
+                    table[q[0]] = q[1] + 1
+        self.topic_queue_table = table
 
     # ---- offsets
     @property
@@ -359,13 +380,14 @@ class MessageStore:
     def reput_end_offset(self) -> int:
         return self.max_phy_offset if self.cfg.read_uncommitted else self.get_confirm_offset()
 
-    def do_reput(self, is_master_id: bool) -> int:
-        """``ReputMessageService.doReput``; returns how many messages were dispatched."""
+    def do_reput(self, is_master_id: bool, batch: int | None = None) -> int:
+        """``ReputMessageService.doReput``; returns how many messages were dispatched (at most ``batch``: with
+        ``[sim] interleave`` the reput runs a few messages at a time, other threads in between)."""
         end = self.reput_end_offset()
         buf = self.commitlog.data
         limit = len(buf)
         n = 0
-        while self.reput_from_offset < end and self.reput_from_offset < limit:
+        while self.reput_from_offset < end and self.reput_from_offset < limit and (batch is None or n < batch):
             size, key = check(buf, self.reput_from_offset, limit)
             if size > 0 and key is None:  # a filler: rollNextFile (nothing to dispatch)
                 if self.reput_from_offset + size > end:

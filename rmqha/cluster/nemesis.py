@@ -6,9 +6,17 @@ every other node both ways, then healed), ``isolate-master`` (the master cut fro
 SyncStateSet shrinks to itself, then killed while the controller can still reach the others: a failover that
 only an unclean election can complete; restart after the heal), ``kill-controller`` (SIGKILL the controller that
 leads, restart after ``down`` s: with one controller the set cannot fail over meanwhile; with three, another node
-takes over). Every action is written to ``faults.jsonl`` with
-the cluster clock, in the shape of the simulator's fault actions (``do``, ``node``, ``id``, ``links``).
-Every wait is bounded.
+takes over), ``stale-request`` (issue 21: the master's link to the controllers cut one way while the proxy holds
+its bytes, as TCP does, the master killed and restarted under the cut, then the heal: what the dead process had sent
+reaches the controller then, recorded as the simulator's holding ``partition``). Every action is written to
+``faults.jsonl`` with the cluster clock, in the shape of the simulator's fault actions (``do``, ``node``, ``id``,
+``links``). Every wait is bounded.
+
+The other faults at the guards are not played here: a crash aimed at a point (``crash-at``) needs a hook inside the
+process (the nemesis only signals it); a late HA FIN (``ha-stale``) and a dead process's bytes delivered *after* its
+successor's registration (the ``hold`` lag of an orphaned socket's retransmissions) need the proxy to delay a close
+and a dead connection's bytes, which it does not (it forwards held bytes, then the close, at the heal); the
+adversarial ones (HA writes duplicated, reordered, replayed; requests replayed) go beyond what TCP does.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import Any
 from . import control as C
 from .spec import ClusterSpec
 
-RECIPES = ("kill-master", "pause-master", "partition-master", "isolate-master", "kill-controller")
+RECIPES = ("kill-master", "pause-master", "partition-master", "isolate-master", "kill-controller", "stale-request")
 
 
 class Nemesis:
@@ -126,12 +134,15 @@ class Nemesis:
         C.signal_node(self.spec, name, signal.SIGCONT)
         self.act("resume", node=name)
 
-    def _partition(self, links: list[list[str]]) -> str:
+    def _partition(self, links: list[list[str]], hold: int | None = None) -> str:
         self._n += 1
         pid = f"n{self._n}"
         t = self.now()
         C.proxy_call(self.spec, {"op": "partition", "id": pid, "links": links})
-        self.act("partition", t, id=pid, links=links)
+        if hold is None:
+            self.act("partition", t, id=pid, links=links)
+        else:  # the proxy holds the bytes of a cut link (reads stop) and forwards them at the heal: hold 0
+            self.act("partition", t, id=pid, links=links, hold=hold)
         return pid
 
     def _heal(self, pid: str) -> None:
@@ -159,6 +170,16 @@ class Nemesis:
         self._heal(pid)
         C.start_node(self.spec, name)
         self.act("restart", node=name)
+
+    def _stale_request(self, name: str, st: dict[str, Any]) -> None:
+        """The master's requests to the controllers held (one way), the master killed and restarted under the cut,
+        then the heal: the dead process's held requests (a SyncStateSet proposal, heartbeats) reach the controllers,
+        then its connections' close."""
+        pid = self._partition(C.links(self.spec, [name], list(self.spec.controllers), one_way=True), hold=0)
+        time.sleep(0.5)
+        self._kill_and_restart(name)
+        time.sleep(1.0)
+        self._heal(pid)
 
     def settle(self) -> None:
         """Undo whatever is left: heal every partition, resume and restart every node."""

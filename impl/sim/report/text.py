@@ -24,8 +24,9 @@ def _fmt_act(a: dict[str, Any]) -> str:
         return f"FAULT {a['node']} loses its {a['file']} file"
     if do == "partition":
         links = a["links"]
+        held = f" (held: a dead process's bytes {a['hold']} ms after the heal)" if "hold" in a else ""
         return f"FAULT partition {a['id']}: " + ", ".join(f"{x}->{y}" for x, y in links[:6]) + (
-            " ..." if len(links) > 6 else "")
+            " ..." if len(links) > 6 else "") + held
     if do == "heal":
         return f"FAULT heal {a['id']}"
     if do in ("pause", "resume", "break-ha"):
@@ -43,6 +44,17 @@ def _fmt_act(a: dict[str, Any]) -> str:
         return f"ADMIN updateTopic: +{a.get('by', 2)} queues on the master the nameserver routes"
     if do == "produce":
         return f"CLIENT produce {a.get('count', 1)}"
+    if do == "ha-fault":
+        return f"FAULT (adversarial) HA writes into {a['node']}: {a['mode']} p={a.get('p', 1.0)} until " \
+               f"{a['until'] / 1000:.1f}s"
+    if do == "ha-stale":
+        return f"FAULT {a['node']}'s HA closes reach the peer {a['lag']} ms late until {a['until'] / 1000:.1f}s"
+    if do == "rpc-replay":
+        return f"FAULT (adversarial) {a['node']}'s controller requests replayed {a['lag']} ms later " \
+               f"p={a.get('p', 1.0)} until {a['until'] / 1000:.1f}s"
+    if do == "crash-at":
+        step = f" (boundary {a.get('step', 1)})" if a["point"] == "role-change" else ""
+        return f"FAULT crash {a.get('node', 'any broker')} at {a['point']}{step} within {a['within']} ms"
     return " ".join([str(do), *(f"{k}={v}" for k, v in sorted(a.items()) if k != "do")])  # an action not named above
 
 
@@ -97,8 +109,10 @@ def _fmt_obs(o: dict[str, Any]) -> str | None:
         return f"{n}   epoch entry ({o['epoch']}, {o['start']}) via {o['path']}{ok}"
     if k == "store.truncate-invalid":
         return f"{n}   cuts its log {o['before']} -> {o['at']} (truncateInvalidMsg)"
-    if k == "sim.crash":
-        return None
+    if k == "sim.crash":  # a crash-at action's crash, inside a step (the others are their act line)
+        return f"{o['node']:<4} CRASHED at {o['at']} (crash-at)" if "at" in o else None
+    if k == "brk.point":
+        return f"{n}   stops at the role change's boundary {o['step']} (a crash-at action waits for it)"
     if k == "client.send-result" and o["status"] not in ("PUT_OK",):
         return None
     if k == "ns.reject":
