@@ -142,7 +142,7 @@ FINDINGS: dict[str, Finding] = {
 
 
 SEP = "+"  # between the ids of a set of findings in an explanation: "F-GAP-UNION+F-STALE-SSS-PROPOSAL"
-SET_RERUNS = 16  # re-runs one set search may spend (with today's catalogue it needs at most 1: see fix_set)
+SET_RERUNS = 16  # re-runs one set search may spend (the set of all candidates in play, then ddmin's steps)
 
 Rerun = Callable[[dict[str, Any]], Mapping[str, Any] | None]
 
@@ -293,8 +293,8 @@ def triage(header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun, b
 
     Every re-run stops at the violation's step. At most ``len(candidates) + budget`` re-runs: one per candidate,
     then the set of all of them and the ddmin steps. A set the budget leaves unproven 1-minimal still explains the
-    violation (each of its findings lists the invariant and their fixes together remove it); with today's catalogue
-    (at most two candidates in play per invariant) the set search is one re-run.
+    violation (each of its findings lists the invariant and their fixes together remove it). With two candidates in
+    play the set search is one re-run; SYNC-SSS-HOLDS-ACKED has four today, and ddmin takes a few more.
     """
     header = dict(header, maxSteps=int(violation["step"]))  # "gone" means: not failing at or before that step
     runs = [0]

@@ -48,6 +48,9 @@ def local_config(user: dict[str, Any]) -> Config:
         raise ConfigError("rmqha cluster runs controller mode only ([cluster] mode = 'controller')")
     if cfg.sim.base_offset or cfg.sim.file_residue:
         raise ConfigError("rmqha cluster keeps real files: [sim] base_offset and file_residue are simulator-only")
+    if cfg.faults.guards or cfg.faults.adversarial or cfg.sim.interleave:
+        raise ConfigError("rmqha cluster plays its nemesis recipes on real processes: [faults] guards, adversarial "
+                          "and [sim] interleave are simulator-only")
     return cfg
 
 
