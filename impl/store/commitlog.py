@@ -312,9 +312,37 @@ class MessageStore:
             self.consume_queues.setdefault(q[0], {}).setdefault(q[1], d)
 
     def recover_topic_queue_table(self) -> None:
-        """``DefaultMessageStore.recoverTopicQueueTable``: each queue's next offset is its consume queue's max + 1."""
+        """``DefaultMessageStore.recoverTopicQueueTable`` -> ``ConsumeQueueStore.recoverOffsetTable``: each queue's
+        next offset is its consume queue's max + 1; in controller mode ``compensateForHA`` (5.2.0+, PR #7690) then
+        moves it on past the messages the commit log holds from confirmOffset on, which no consume queue holds yet
+        (``_compensate_for_ha``)."""
         if self.queues:
-            self.topic_queue_table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
+            table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
+            if self.controller_mode:
+                self._compensate_for_ha(table)
+            self.topic_queue_table = table
+
+    def _compensate_for_ha(self, table: dict[int, int]) -> None:
+        """``ConsumeQueueStore.compensateForHA`` (RocketMQ 5.3.3): from ``getConfirmOffset()`` (0 when it is -1), read
+        the commit log message by message (``selectOneMessageByOffset``, ``checkMessageAndReturnSize``), passing
+        end-of-file fillers (``BLANK_MAGIC_CODE``: ``startReadOffset += size``), and set each message's queue to its
+        queue offset + 1, until the first offset that holds no whole valid message (the log's end, a torn tail).
+        A start inside a message (a confirmOffset that splits one) reads no message there: the Java reads that
+        message's inner bytes as a size and a magic code, finds neither magic code and throws "Unknown magicCode"
+        (or gets no buffer); the kit stops, compensating nothing (docs/fidelity.md, part 3)."""
+        start = self.get_confirm_offset()
+        pos = 0 if start == -1 else start
+        buf = self.commitlog.data
+        limit = len(buf)
+        while pos < limit:
+            size, key = check(buf, pos, limit)
+            if size <= 0:
+                break
+            if key is not None:
+                q = queue_of(buf, pos)
+                if q is not None:
+                    table[q[0]] = q[1] + 1
+            pos += size
 
     # ---- offsets
     @property
