@@ -20,6 +20,9 @@ ALTER_SKIP_SSS_EPOCH_CHECK = "alter-skip-sss-epoch-check"
 ELECT_IGNORES_LIVENESS = "elect-ignores-liveness"
 TRANSFER_CROSSES_EPOCH = "transfer-crosses-epoch"
 CONSISTENT_POINT_USES_MAX = "consistent-point-uses-max"
+DISPATCH_SKIPS_RANGE = "dispatch-skips-range"
+RECOVER_CONFIRMS_SCAN_END = "recover-confirms-scan-end"
+SLAVE_CONFIRMS_OWN_MAX = "slave-confirms-own-max"
 
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
@@ -117,6 +120,26 @@ BUGS: dict[str, Bug] = {
             "synthetic",
             "The consistent point of the latest shared epoch is the larger of the two ends instead of the smaller, "
             "so a slave keeps a divergent tail the master does not have."),
+        Bug(DISPATCH_SKIPS_RANGE, "QUEUE-CONFIRMED-DISPATCHED",
+            "ReputMessageService.doReput (reputFromOffset advanced only after a message is dispatched)",
+            "synthetic (a dispatcher that skips a range: the reput offset moved on before the confirmOffset check)",
+            "When the reput stops at a message that ends past confirmOffset, it notes the message's end as where to "
+            "go on from, and once confirmOffset passes it resumes there: the message it waited for never reaches the "
+            "consume queue, although it is confirmed and nothing else looks wrong."),
+        Bug(RECOVER_CONFIRMS_SCAN_END, "SYNC-CONFIRM-HELD",
+            "CommitLog.recoverNormally / recoverAbnormally (the confirmOffset handling after the scan)",
+            "synthetic (the recovery's non-controller branch, setConfirmOffset(lastValidMsgPhyOffset), taken in "
+            "controller mode)",
+            "After a restart, recovery sets confirmOffset to the end of the log it recovered, as outside controller "
+            "mode, instead of keeping the checkpoint's confirmPhyOffset lowered to that log: the unconfirmed tail a "
+            "replica holds counts as confirmed, although the rest of the SyncStateSet may not hold it."),
+        Bug(SLAVE_CONFIRMS_OWN_MAX, "SYNC-DISPATCH-CONFIRMED",
+            "AutoSwitchHAClient.HAClientReader.processReadResult (setConfirmOffset(Math.min(masterConfirmOffset, "
+            "maxPhyOffset)))",
+            "synthetic (Math.max for Math.min)",
+            "A slave takes the larger of the transfer header's confirmOffset and its own max offset as its "
+            "confirmOffset: it confirms, and dispatches to its consume queues, every byte it has received, before the "
+            "rest of the SyncStateSet holds it; its own confirmOffset never looks exceeded."),
         Bug(CLIENT_ACKS_ANNOUNCED_BODY, "HA-ACK-BOUND",
             "AutoSwitchHAClient.HAClientReader.processReadResult / reportSlaveMaxOffset",
             "synthetic (a reader that trusts a frame's header before its body is in: reachable only when frames "

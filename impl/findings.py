@@ -18,6 +18,10 @@ from typing import Any
 
 from . import bugs as B
 
+SET_WIDE = ("SYNC-DISPATCH-CONFIRMED", "SYNC-CONFIRM-HELD")
+"""Issue 21's set-wide checks: a master whose ack set lacks a member the controller's SyncStateSet holds confirms,
+and lets replicas dispatch, bytes that member does not hold (before anything is lost)."""
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -40,7 +44,7 @@ FINDINGS: dict[str, Finding] = {
                 "apache/rocketmq#9689 (fixed by #9690 after 5.3.3)"),
         Finding("F-CONFIRM-SKIPS-NEW-CONNECTION",
                 "confirmOffset skips an SSS member that has reconnected but not yet acked",
-                ("SYNC-CONFIRM-BOUND",), B.FIX_CONFIRM_WAITS_FIRST_ACK,
+                ("SYNC-CONFIRM-BOUND", *SET_WIDE), B.FIX_CONFIRM_WAITS_FIRST_ACK,
                 "AutoSwitchHAService.computeConfirmOffset (the #6729 'ack > 0' filter)",
                 "known gap of #6729's filter"),
         Finding("F-DLEDGER-STALE-VALIDATION",
@@ -54,11 +58,12 @@ FINDINGS: dict[str, Finding] = {
                 "ReplicasManager.doReportSyncStateSetChanged (reads masterEpoch / syncStateSetEpoch when it runs)",
                 "new"),
         Finding("F-GAP-UNION", "A newer SyncStateSet proposal pushes an accepted one out of the ack set",
-                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-EXPAND-SAFE"), B.FIX_UNION_KEEPS_ALL_PROPOSALS,
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-EXPAND-SAFE", *SET_WIDE),
+                B.FIX_UNION_KEEPS_ALL_PROPOSALS,
                 "AutoSwitchHAService.markSynchronizingSyncStateSet (remote set overwritten)", "known gap (GAP-UNION)"),
         Finding("F-CONFIRM-LOCAL-SHORTCUT",
                 "A master whose confirmed SSS is itself alone exposes unacknowledged messages to consumers",
-                ("SYNC-SEEN-NO-LOSS",), B.FIX_CONFIRM_SHORTCUT_USES_UNION,
+                ("SYNC-SEEN-NO-LOSS", *SET_WIDE), B.FIX_CONFIRM_SHORTCUT_USES_UNION,
                 "CommitLog.getConfirmOffset ('local SSS size == 1 -> maxPhyOffset')", "new"),
         Finding("F-RECOVER-NORMALLY-PAST-CONFIRM",
                 "After a clean shutdown a broker dispatches messages past its confirmOffset to consumers",
@@ -101,7 +106,8 @@ FINDINGS: dict[str, Finding] = {
         Finding("F-LOCAL-SHRINK-BEFORE-ACCEPT",
                 "From 5.4.0 a master drops a disconnected slave from its SyncStateSet before the controller accepts "
                 "it, and acknowledges without a replica the controller can still elect",
-                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS"), B.FIX_SHRINK_WAITS_FOR_CONTROLLER,
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS", *SET_WIDE),
+                B.FIX_SHRINK_WAITS_FOR_CONTROLLER,
                 "AutoSwitchHAService.removeConnection (5.4.0+: the local SyncStateSet shrunk under the write lock "
                 "when the connection closes, besides the proposal)",
                 "introduced by apache/rocketmq PR #9897 (5.4.0, 5.5.0); new", needs=(B.LOCAL_SHRINK_ON_DISCONNECT,)),

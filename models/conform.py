@@ -166,6 +166,10 @@ class Validator:
     def coverage(self) -> Coverage:
         return self.inner.coverage if self.inner is not None else Coverage()
 
+    def check_at_run_end(self) -> None:
+        if self.inner is not None and self.report.divergence is None:
+            self.inner.check_at_run_end()
+
     def after_step(self, obs: list[Observation]) -> None:
         if self.report.divergence is None:
             try:

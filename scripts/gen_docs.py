@@ -109,6 +109,13 @@ def _spec_and_model_lines(inv_id: str, tla: str) -> list[str]:
 
 def _check_line(inv: Invariant) -> str:
     module = inv.where.split(".")[0]
+    if inv.checked_by:
+        return (f"- Implementation check: in `{inv.checked_by}` (stated by `{inv.where.split('.')[1]}` in "
+                f"[impl/invariants/{module}.py](../impl/invariants/{module}.py); the core does not check it)")
+    if inv.at_run_end:
+        return (f"- Implementation check: `{inv.where.split('.')[1]}` in [impl/invariants/{module}.py]"
+                f"(../impl/invariants/{module}.py), once, when a run ends without a violation "
+                "(`Checker.check_at_run_end`)")
     how = []
     if inv.on:
         how.append("on each " + ", ".join(f"`{k}`" for k in inv.on) + " observation")

@@ -78,6 +78,9 @@ class CoverageProbe:
     def coverage(self) -> Coverage:
         return self.inner.coverage
 
+    def check_at_run_end(self) -> None:
+        self.inner.check_at_run_end()
+
     def after_step(self, obs: list[Observation]) -> None:
         self.inner.after_step(obs)
         world = self.world

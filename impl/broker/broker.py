@@ -384,6 +384,11 @@ class BrokerNode(Actor):
         self._reput_scheduled = True
         self.after(lag, self._reput)
 
+    @property
+    def reput_stalled_until(self) -> int:
+        """Until when the reput thread is stalled (fault ``slow-dispatch``), or -1."""
+        return self._reput_stalled_until
+
     def stall_dispatch(self, ms: int) -> None:
         """Fault: the reput thread stalls for ``ms`` (GC, a slow consume-queue disk)."""
         self._reput_stalled_until = self.now + ms

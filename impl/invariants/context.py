@@ -12,6 +12,7 @@ from typing import Any
 
 from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
+from ..observations import StoreDispatch
 from ..store.commitlog import CommitLog
 from .registry import BY_ID
 from .view import AnyBroker, ClusterView
@@ -32,6 +33,15 @@ class Coverage:
 @dataclass
 class PairCache:
     """HA-LOG-MATCHING: how far two replicas' shared epoch is known to agree, and the generations it held for."""
+
+    verified: int = 0
+    key: tuple[int, int] = (0, 0)
+
+
+@dataclass
+class HeldCache:
+    """SYNC-CONFIRM-HELD / SYNC-DISPATCH-CONFIRMED: how far a broker's log is known to equal an SSS member's, and
+    the two logs' generations it held for (a generation moves when a log loses bytes)."""
 
     verified: int = 0
     key: tuple[int, int] = (0, 0)
@@ -66,6 +76,10 @@ class Context:
         self.apply_had: tuple[tuple[int, str], str] | None = None  # what was applied first at that index, by whom
         self.apply_key: tuple[int, str] | None = None  # ... and what the current apply is: (term, event JSON)
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went
+        self.dispatched_in_step: list[StoreDispatch] = []  # the step's store.dispatch observations
+        # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one
+        # at or before the settle time ago on (recorded by the checker for every broker a step touched)
+        self.reput_ends: dict[str, list[tuple[int, int, int]]] = {}
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
         self._full_recheck = True  # every state check re-runs after this step (a fault, a new master, a crash...)
         # ----------------------------------------------------------------- memory of individual invariants
@@ -82,6 +96,7 @@ class Context:
         self.shared: dict[tuple[str, str], tuple[Fingerprint, Fingerprint, list[tuple[int, int, int | None,
                                                                                   int | None]]]] = {}
         self.sss_verified: dict[int, tuple[Any, int]] = {}  # SYNC-SSS-HOLDS-ACKED: member -> (log gen, keys checked)
+        self.held: dict[tuple[str, str], HeldCache] = {}  # SYNC-CONFIRM-HELD, SYNC-DISPATCH-CONFIRMED: (broker, member)
         self.last_ref: tuple[str, int] | None = None  # SYNC-NO-ACK-LOSS / SEEN: the master last checked against
         self.loss_full = True  # ... it changed (or a full re-check): check every key, not only the pending ones
         # ---------------------------------------------------------------------------------------- caches

@@ -94,6 +94,8 @@ class StepChecker(Protocol):
 
     def after_step(self, observations: list[Observation]) -> None: ...
 
+    def check_at_run_end(self) -> None: ...
+
 
 @dataclass
 class Violation:
@@ -301,6 +303,8 @@ class Simulation(WorldView):
 
     def run(self) -> Violation | None:
         self._loop(None)
+        if self.violation is None:
+            self.checker.check_at_run_end()  # the checks of the finished run (QUEUE-CONFIRMED-DISPATCHED)
         if self.recorder is not None:
             self.recorder.finish(self)
         return self.violation

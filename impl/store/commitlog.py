@@ -242,6 +242,9 @@ class MessageStore:
         self.dispatched: list[Dispatched] = []
         self.on_truncate: Callable[[int], None] | None = None
         self.fix_normal = B.FIX_RECOVER_NORMALLY_UP_TO_CONFIRM in bugs
+        self.confirms_scan_end = B.RECOVER_CONFIRMS_SCAN_END in bugs
+        self.skips_range = B.DISPATCH_SKIPS_RANGE in bugs
+        self._resume_at = -1  # dispatch-skips-range: where the reput goes on from once confirmOffset passes it
         # isTempFileExist: the abort file is there after a crash
         self.recovered_normally = not disk.abort or B.RECOVER_IGNORES_ABORT_FILE in bugs
         self.recover(self.recovered_normally)
@@ -282,6 +285,8 @@ class MessageStore:
         if self.controller_mode:
             if self.confirm_offset < log.min_offset:
                 self._set_confirm(log.min_offset)
+            elif self.confirms_scan_end:  # the deviation: the non-controller branch (the scan's end)
+                self._set_confirm(process)
             elif normally and self.confirm_offset > process:
                 self._set_confirm(process)
             elif not normally and self.confirm_offset > last_confirm_valid:
@@ -380,6 +385,17 @@ class MessageStore:
                 return self.max_phy_offset
         return self.confirm_offset
 
+    def peek_reput_end(self) -> int:
+        """``getReputEndOffset`` as a check may read it: ``getConfirmOffset`` without its first-time computation (a
+        master whose confirmOffset is still -1 answers -1 here)."""
+        if self.cfg.read_uncommitted or not self.controller_mode:
+            return self.reput_end_offset()
+        if self.role != BrokerRole.SLAVE and not self.fenced:
+            assert self.ha is not None
+            if self.ha.local_sync_state_set_size() == 1 or not self.cfg.all_ack_in_sync_state_set:
+                return self.max_phy_offset
+        return self.confirm_offset
+
     def dispatch_behind_bytes(self) -> int:
         return self.get_confirm_offset() - self.reput_from_offset
 
@@ -393,6 +409,9 @@ class MessageStore:
         buf = self.commitlog.data
         limit = len(buf)
         n = 0
+        if self._resume_at >= 0 and end >= self._resume_at:  # dispatch-skips-range: over the message it waited for
+            self.reput_from_offset = max(self.reput_from_offset, self._resume_at)
+            self._resume_at = -1
         while self.reput_from_offset < end and self.reput_from_offset < limit:
             size, key = check(buf, self.reput_from_offset, limit)
             if size > 0 and key is None:  # a filler: rollNextFile (nothing to dispatch)
@@ -402,6 +421,8 @@ class MessageStore:
                 continue
             if size > 0:
                 if self.reput_from_offset + size > end:
+                    if self.skips_range:  # the deviation: the offset to go on from moves past the waiting message
+                        self._resume_at = self.reput_from_offset + size
                     break
                 self._dispatch(self.reput_from_offset, size, key)  # type: ignore[arg-type]  # a filler went above
                 self.reput_from_offset += size
@@ -429,6 +450,7 @@ class MessageStore:
         if self.confirm_offset > offset:
             self._set_confirm(offset)
         self.reput_from_offset = min(old_reput, offset)
+        self._resume_at = -1
         self.disk.cq_end = min(self.disk.cq_end, offset)
         self.recover_topic_queue_table()
         if self.on_truncate is not None:
