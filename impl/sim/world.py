@@ -771,7 +771,8 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
     if name == "c1":
-        return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
+        return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng,
+                            slave_read=cfg.broker.slave_read_enable)
     if name == "admin":
         return AdminNode(name, controllers[0], rng)
     raise ValueError(name)  # pragma: no cover
