@@ -39,7 +39,7 @@ FINDINGS: dict[str, Finding] = {
     f.id: f
     for f in [
         Finding("F-TRANSFER-EPOCH-STALE", "An HA connection keeps transferring under an epoch that has ended",
-                ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_EPOCH_REFRESH,
+                ("HA-EPOCH-BOUNDARY", "MODEL-CONFORM"), B.FIX_TRANSFER_EPOCH_REFRESH,
                 "AutoSwitchHAConnection.changeTransferEpochToNext / transferToSlave",
                 "apache/rocketmq#9689 (fixed by #9690 after 5.3.3)"),
         Finding("F-CONFIRM-SKIPS-NEW-CONNECTION",
@@ -87,7 +87,7 @@ FINDINGS: dict[str, Finding] = {
                 "QUIRK-EPOCH-EQ; related upstream PR #9942 (after 5.3.3)"),
         Finding("F-TRANSFER-NEGATIVE-BATCH",
                 "With upstream fix #9690, a connection served past a truncation sends a batch of negative size",
-                ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_CHECKS_LOG_END,
+                ("HA-EPOCH-BOUNDARY", "MODEL-CONFORM"), B.FIX_TRANSFER_CHECKS_LOG_END,
                 "AutoSwitchHAConnection.transferToSlave (#9690's re-read end below nextTransferFromWhere)",
                 "a hole in apache/rocketmq PR #9690 (after 5.3.3); new"),
         Finding("F-SYNC-DELETES-EVERY-TOPIC",

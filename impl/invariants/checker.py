@@ -37,7 +37,7 @@ from ..observations import (
 )
 
 # the area modules declare the invariants (imported for their registration, in catalogue order)
-from . import broker, client, controller, ha, queues, store, sync  # noqa: F401
+from . import broker, client, conform, controller, ha, queues, store, sync  # noqa: F401
 from .context import Context, Fingerprint
 from .queues import settle_ms
 from .registry import BY_ID, CATALOGUE, Invariant, Violated

@@ -63,6 +63,9 @@ def register(sub: Any) -> dict[str, Handler]:
     f.add_argument("--out", default=DEFAULT_OUT, help=f"campaign directory (default {DEFAULT_OUT}); an existing one "
                                                       "is resumed")
     f.add_argument("--no-shrink", action="store_true", help="record violations without shrinking them")
+    f.add_argument("--no-conform", action="store_true",
+                   help="do not validate runs against the model (by default every run the model covers is, and a "
+                        "step that leaves it is the violation MODEL-CONFORM: docs/conformance.md)")
     f.add_argument("--json", action="store_true", help="print the summary as JSON")
     return {"fuzz": cmd_fuzz}
 
@@ -102,7 +105,7 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
         opts = options_from(args.out, config, fuzz, profile=profile, bugs=names, disabled=precursors_off(names),
                             guided=args.mode != "unguided", compare=args.mode == "compare",
                             seed_start=args.seed_start, budget=args.budget, seeds=args.seeds,
-                            shrink=not args.no_shrink)
+                            shrink=not args.no_shrink, conform=not args.no_conform)
     except ValueError as exc:
         raise UserError(f"{args.config or 'config'}: {exc}") from None
     ok, line = java_status()

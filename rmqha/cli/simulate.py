@@ -2,6 +2,9 @@
 
     rmqha simulate --seed N [--steps K] [--profile P] [--config FILE] [--bug B]... [--fix F|all]... [--trace FILE]
     rmqha simulate --seeds A-B [--jobs J] [--out DIR] ...      (a batch: progress, triage, traces of failures)
+
+Each run the model covers is validated against it as it runs (``rmqha.models.campaign``: MODEL-CONFORM), unless
+``--no-conform``.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from rich.table import Table
 
 from rmqha.impl.findings import classify
 from rmqha.impl.sim.config import PROFILES, Config, config_from_dict
-from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
+from rmqha.impl.sim.runner import RunResult, header_for
 from rmqha.impl.trace import ViolationRecord
+from rmqha.models.campaign import run, run_header, scope
 
 from .common import DEFAULT_STEPS, Handler, apply_configs, bug_list, seed_range, violation_line
 from .files import UserError, load_config, write_text
@@ -44,6 +48,9 @@ def register(sub: Any) -> dict[str, Handler]:
     s.add_argument("--out", help="batch: write traces of failing seeds and a summary.json here")
     s.add_argument("--jobs", type=int, default=0, help="batch: worker processes (default: CPU count)")
     s.add_argument("--no-triage", action="store_true", help="batch: do not attribute violations to findings")
+    s.add_argument("--no-conform", action="store_true",
+                   help="do not validate runs against the model (by default every run the model covers is, and a "
+                        "step that leaves it is the violation MODEL-CONFORM: docs/conformance.md)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     return {"simulate": cmd_simulate}
 
@@ -61,22 +68,24 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
         return _batch(args, out, cfg, profile, names, seed_range(args.seeds), max_time)
     seed = 1 if args.seed is None else args.seed
     t0 = time.perf_counter()
-    result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile)
+    result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile, conform=not args.no_conform)
     wall = time.perf_counter() - t0
+    why_not = scope(cfg, names) if not args.no_conform else "--no-conform"
     if args.trace:
         write_text(args.trace, result.text or "")
     v = result.violation.to_dict() if result.violation else None
     summary = {"seed": seed, "profile": profile, "bugs": names, "steps": result.steps,
                "simSeconds": result.sim_time / 1000,
                "wallSeconds": round(wall, 3), "violation": v, "hash": result.digest, "trace": args.trace,
-               "coverage": result.coverage}
+               "coverage": result.coverage, "conform": "n/a: " + why_not if why_not else "checked"}
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
         label = f"seed {seed} [{profile}{' ' + ','.join(names) if names else ''}]: "
         ratio = result.sim_time / 1000 / max(wall, 1e-9)
         out.print(escape(label) + f"{result.steps} steps, "
-                  f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({ratio:.0f}x)")
+                  f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({ratio:.0f}x); model conformance "
+                  + escape("checked" if not why_not else f"not checked ({why_not})"), highlight=False)
         out.print(("[red]VIOLATION[/] " if v else "[green]ok[/] ") + violation_line(v), highlight=False)
         if args.trace:
             out.print(f"trace: {args.trace}  ({result.digest})")
@@ -88,14 +97,14 @@ def _seed_job(payload: dict[str, Any]) -> dict[str, Any]:
     cfg = config_from_dict(payload["config"])
     t0 = time.perf_counter()
     r: RunResult = run(cfg, payload["seed"], payload["steps"], bugs=payload["bugs"], max_time=payload["max_time"],
-                       profile=payload["profile"], record=False)
+                       profile=payload["profile"], record=False, conform=payload["conform"])
     out: dict[str, Any] = {"seed": payload["seed"], "steps": r.steps, "simMs": r.sim_time,
                            "wall": time.perf_counter() - t0, "violation": None, "finding": None, "trace": None}
     if r.violation is not None:
         v = r.violation.to_dict()
         out["violation"] = {k: v[k] for k in ("invariant", "step", "t", "message")}
         header = header_for(cfg, payload["seed"], payload["steps"], payload["bugs"], None, payload["max_time"],
-                            payload["profile"])
+                            payload["profile"], conform=payload["conform"] and scope(cfg, payload["bugs"]) is None)
         if payload["triage"]:
             def rerun(h: dict[str, Any]) -> ViolationRecord | None:
                 again = run_header(h, keep=False)
@@ -111,7 +120,8 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
            max_time: int | None) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     payloads = [{"config": cfg.to_dict(), "seed": s, "steps": args.steps, "bugs": names, "max_time": max_time,
-                 "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out)} for s in seeds]
+                 "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out),
+                 "conform": not args.no_conform} for s in seeds]
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     progress = Progress(TextColumn("[bold]simulate[/]"), BarColumn(), MofNCompleteColumn(),
@@ -132,7 +142,9 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
     results.sort(key=lambda x: x["seed"])
     sim_s = sum(x["simMs"] for x in results) / 1000
     unexplained = [x for x in results if x["violation"] and not x["finding"]]
+    why_not = scope(cfg, names) if not args.no_conform else "--no-conform"
     summary = {"profile": profile, "bugs": names, "seeds": [seeds[0], seeds[-1]], "runs": len(results),
+               "conform": "n/a: " + why_not if why_not else "checked",
                "violations": sum(1 for x in results if x["violation"]), "unexplained": len(unexplained),
                "simSeconds": round(sim_s, 1), "wallSeconds": round(wall, 2), "results": results}
     if args.out:
@@ -145,7 +157,8 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
         if x["violation"]:
             by.setdefault((x["violation"]["invariant"], x["finding"] or "unexplained"), []).append(x["seed"])
     table = Table(title=escape(f"{len(results)} seeds [{profile}{' ' + ','.join(names) if names else ''}]: "
-                               f"{sim_s:.0f} simulated s in {wall:.1f} s ({sim_s / max(wall, 1e-9):.0f}x)"))
+                               f"{sim_s:.0f} simulated s in {wall:.1f} s ({sim_s / max(wall, 1e-9):.0f}x); model "
+                               f"conformance {'checked' if not why_not else f'not checked ({why_not})'}"))
     table.add_column("invariant")
     table.add_column("explained by")
     table.add_column("seeds", justify="right")
