@@ -47,6 +47,10 @@ class HeldCache:
     key: tuple[int, int] = (0, 0)
 
 
+SetMembers = tuple[tuple[tuple[int, str, bytearray, int], ...], tuple[tuple[int, str, int], ...], str]
+"""The set-wide checks' view of the controller's SyncStateSet: (member id, broker, log, generation) per member, a key
+of the ids, brokers and generations, and the set as a message names it."""
+
 LogView = tuple[bytearray, list[tuple[int, int]], AnyBroker | None]
 """A broker's log bytes, its epoch entries, and its process (None while down)."""
 
@@ -97,6 +101,8 @@ class Context:
                                                                                   int | None]]]] = {}
         self.sss_verified: dict[int, tuple[Any, int]] = {}  # SYNC-SSS-HOLDS-ACKED: member -> (log gen, keys checked)
         self.held: dict[tuple[str, str], HeldCache] = {}  # SYNC-CONFIRM-HELD, SYNC-DISPATCH-CONFIRMED: (broker, member)
+        self.held_ok: dict[tuple[str, str], tuple[int, int, tuple[tuple[int, str, int], ...]]] = {}  # ... what held
+        self.held_members: tuple[int, SetMembers | None] | None = None  # ... the SSS as read at a step
         self.last_ref: tuple[str, int] | None = None  # SYNC-NO-ACK-LOSS / SEEN: the master last checked against
         self.loss_full = True  # ... it changed (or a full re-check): check every key, not only the pending ones
         # ---------------------------------------------------------------------------------------- caches

@@ -10,7 +10,7 @@ from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
 from ..observations import BrkPutResult, HaExpand
 from ..store.offsets import base_of
-from .context import Context, HeldCache
+from .context import Context, HeldCache, SetMembers
 from .registry import Violated, invariant, violated
 
 
@@ -152,49 +152,66 @@ _SET_EXCEPTIONS = ("allAckInSyncStateSet=false (a master confirms its own max of
                    "page-cache bytes it had acked")
 
 
+def _set_members(ctx: Context) -> SetMembers | None:
+    """The controller's SyncStateSet as the set-wide checks read it, once per step: each member's id, broker, log
+    and log generation, a key of all that, and the set's (SSS, mE) for the messages; None when the checks do not
+    apply (4.x, allAck off, unclean election, no controller or no set)."""
+    world = ctx.world
+    cached = ctx.held_members
+    if cached is not None and cached[0] == world.step:
+        return cached[1]
+    out: SetMembers | None = None
+    ctl = world.controller_node() if not world.legacy and world.store_config.all_ack_in_sync_state_set else None
+    if ctl is not None and not ctl.rim.enable_elect_unclean_master:
+        info = ctl.rim.sync_state_set_info_table.get(world.broker_name)
+        if info is not None and info.sync_state_set:
+            logs = ctx.logs()
+            members = tuple((m, name, logs[name][0], world.disks[name].generation)
+                            for m in sorted(info.sync_state_set) if (name := ctx.broker_by_id(m)) is not None)
+            out = (members, tuple((m, n, g) for m, n, _, g in members),
+                   f"controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch}")
+    ctx.held_members = (world.step, out)
+    return out
+
+
 def _set_lacks(ctx: Context, b: str, upto: int, what: str) -> Violated | None:
     """``upto`` of broker ``b``'s log is confirmed set-wide: every member of the controller's SyncStateSet holds
     the bytes below it (its files while it is down), the same bytes as ``b``'s own (compared where ``b`` has them).
-    The verified prefix of each pair is kept until either log loses bytes (``HeldCache``)."""
+    What held stays held until ``upto``, a log's generation (it lost bytes) or the set changes (``Context.held_ok``);
+    the verified prefix of each pair is kept until either log loses bytes (``HeldCache``)."""
+    got = _set_members(ctx)
+    if got is None:
+        return None
+    members, members_key, where = got
     world = ctx.world
-    if world.legacy or not world.store_config.all_ack_in_sync_state_set:
-        return None
-    ctl = world.controller_node()
-    if ctl is None or ctl.rim.enable_elect_unclean_master:
-        return None
-    info = ctl.rim.sync_state_set_info_table.get(world.broker_name)
-    if info is None or not info.sync_state_set:
-        return None
-    logs = ctx.logs()
-    data = logs[b][0]
-    if upto <= base_of(data):
-        return None
     gen = world.disks[b].generation
-    for member in sorted(info.sync_state_set):
-        name = ctx.broker_by_id(member)
-        if name is None:
-            continue
-        mdata = logs[name][0]
+    memo = (upto, gen, members_key)
+    if ctx.held_ok.get((b, what)) == memo:
+        return None
+    data = ctx.logs()[b][0]
+    base = base_of(data)
+    if upto <= base:
+        return None
+    hi = min(upto, len(data))
+    for member, name, mdata, mgen in members:
         if len(mdata) < upto:
             return violated(f"{b} {what} {upto}, but SSS member {member} ({name}) holds only {len(mdata)} bytes "
-                            f"(controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})", broker=b,
-                            member=name, upto=upto)
+                            f"({where})", broker=b, member=name, upto=upto)
         if name == b:
             continue
-        hi = min(upto, len(data))
-        key = (gen, world.disks[name].generation)
+        key = (gen, mgen)
         cached = ctx.held.get((b, name))
-        lo = base_of(data)
+        lo = base
         if cached is not None and cached.key == key:
             lo = max(lo, min(cached.verified, hi))
         if hi > lo and data[lo:hi] != mdata[lo:hi]:
             at = next(j for j in range(lo, hi) if data[j] != mdata[j])
             ctx.held.pop((b, name), None)
             return violated(f"{b} {what} {upto}, but SSS member {member} ({name}) holds other bytes from {at} "
-                            f"(controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})", broker=b,
-                            member=name, upto=upto, at=at)
+                            f"({where})", broker=b, member=name, upto=upto, at=at)
         if cached is None or cached.key != key or hi > cached.verified:
             ctx.held[(b, name)] = HeldCache(max(hi, lo), key)
+    ctx.held_ok[(b, what)] = memo
     return None
 
 
