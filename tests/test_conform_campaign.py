@@ -109,3 +109,14 @@ def test_simulate_validates_by_default_and_no_conform_turns_it_off(capsys, tmp_p
     assert main(["simulate", "--seeds", "1-2", "--steps", "600", "--fix", "all", "--jobs", "1", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["conform"] == "checked" and summary["violations"] == 0
+
+
+def test_a_stale_validation_leaves_the_model_and_its_finding_explains_it():
+    """Without the fixes (``rmqha simulate --seeds 1-100``, seed 57), the DLedger controller validates an admin
+    election on a state that lacks an earlier, still uncommitted election: the model's ElectMaster has no such
+    result, the first thing that sees it. F-DLEDGER-STALE-VALIDATION's fix removes it, and explains it."""
+    r = campaign.run(default_config("safe"), 57, 2755, record=False)
+    assert r.violation is not None and (r.violation.invariant, r.violation.step) == ("MODEL-CONFORM", 2755)
+    assert r.violation.state["divergence"]["guard"] == "elect_policy"
+    header = runner.header_for(default_config("safe"), 57, 2755, [], None, conform=True)
+    assert explain(header, r.violation.to_dict()) == "F-DLEDGER-STALE-VALIDATION"
