@@ -47,9 +47,9 @@ class HeldCache:
     key: tuple[int, int] = (0, 0)
 
 
-SetMembers = tuple[tuple[tuple[int, str, bytearray, int], ...], tuple[tuple[int, str, int], ...], str]
+SetMembers = tuple[tuple[tuple[int, str, bytearray, int], ...], tuple[tuple[int, str, int], ...], tuple[list[int], int]]
 """The set-wide checks' view of the controller's SyncStateSet: (member id, broker, log, generation) per member, a key
-of the ids, brokers and generations, and the set as a message names it."""
+of the ids, brokers and generations, and the set and its masterEpoch (for a message)."""
 
 LogView = tuple[bytearray, list[tuple[int, int]], AnyBroker | None]
 """A broker's log bytes, its epoch entries, and its process (None while down)."""

@@ -165,11 +165,11 @@ def _set_members(ctx: Context) -> SetMembers | None:
     if ctl is not None and not ctl.rim.enable_elect_unclean_master:
         info = ctl.rim.sync_state_set_info_table.get(world.broker_name)
         if info is not None and info.sync_state_set:
-            logs = ctx.logs()
-            members = tuple((m, name, logs[name][0], world.disks[name].generation)
+            disks = world.disks  # a broker's log is its files' bytes, up or down (Context.logs)
+            members = tuple((m, name, disks[name].commitlog, disks[name].generation)
                             for m in sorted(info.sync_state_set) if (name := ctx.broker_by_id(m)) is not None)
-            out = (members, tuple((m, n, g) for m, n, _, g in members),
-                   f"controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch}")
+            out = (members, tuple((m, n, g) for m, n, _, g in members), (sorted(info.sync_state_set),
+                                                                        info.master_epoch))
     ctx.held_members = (world.step, out)
     return out
 
@@ -182,13 +182,13 @@ def _set_lacks(ctx: Context, b: str, upto: int, what: str) -> Violated | None:
     got = _set_members(ctx)
     if got is None:
         return None
-    members, members_key, where = got
+    members, members_key, (sss, epoch) = got
     world = ctx.world
     gen = world.disks[b].generation
     memo = (upto, gen, members_key)
     if ctx.held_ok.get((b, what)) == memo:
         return None
-    data = ctx.logs()[b][0]
+    data = world.disks[b].commitlog
     base = base_of(data)
     if upto <= base:
         return None
@@ -196,7 +196,7 @@ def _set_lacks(ctx: Context, b: str, upto: int, what: str) -> Violated | None:
     for member, name, mdata, mgen in members:
         if len(mdata) < upto:
             return violated(f"{b} {what} {upto}, but SSS member {member} ({name}) holds only {len(mdata)} bytes "
-                            f"({where})", broker=b, member=name, upto=upto)
+                            f"(controller SSS {sss}, mE {epoch})", broker=b, member=name, upto=upto)
         if name == b:
             continue
         key = (gen, mgen)
@@ -208,7 +208,7 @@ def _set_lacks(ctx: Context, b: str, upto: int, what: str) -> Violated | None:
             at = next(j for j in range(lo, hi) if data[j] != mdata[j])
             ctx.held.pop((b, name), None)
             return violated(f"{b} {what} {upto}, but SSS member {member} ({name}) holds other bytes from {at} "
-                            f"({where})", broker=b, member=name, upto=upto, at=at)
+                            f"(controller SSS {sss}, mE {epoch})", broker=b, member=name, upto=upto, at=at)
         if cached is None or cached.key != key or hi > cached.verified:
             ctx.held[(b, name)] = HeldCache(max(hi, lo), key)
     ctx.held_ok[(b, what)] = memo
