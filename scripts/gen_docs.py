@@ -140,8 +140,9 @@ def invariants_md() -> str:
            "switches, findings and tests that show it failing (the tests are the test functions whose code names "
            "it). Everything but the statement's wording is derived from the code by `scripts/gen_docs.py`.\n",
            "Areas (one module each): the controller (CTL), the broker (BRK), the HA transfer and the epoch file (HA, "
-           "EPOCH), the store (STORE), the SyncStateSet and acknowledgement (SYNC), topic queues (QUEUE, CLI), and "
-           "what clients can see (CLI, NS, SYNC-*-LOSS). The JSON rows also give each invariant's layer.\n"]
+           "EPOCH), the store (STORE), the SyncStateSet and acknowledgement (SYNC), topic queues (QUEUE, CLI), "
+           "what clients can see (CLI, NS, SYNC-*-LOSS), and conformance to the model (MODEL-CONFORM, checked in "
+           "campaigns). The JSON rows also give each invariant's layer.\n"]
     findings_by_inv: dict[str, list[str]] = {}
     for f in FINDINGS.values():
         for i in f.invariants:
