@@ -136,10 +136,11 @@ BUGS: dict[str, Bug] = {
         Bug(SLAVE_CONFIRMS_OWN_MAX, "SYNC-DISPATCH-CONFIRMED",
             "AutoSwitchHAClient.HAClientReader.processReadResult (setConfirmOffset(Math.min(masterConfirmOffset, "
             "maxPhyOffset)))",
-            "synthetic (Math.max for Math.min)",
-            "A slave takes the larger of the transfer header's confirmOffset and its own max offset as its "
-            "confirmOffset: it confirms, and dispatches to its consume queues, every byte it has received, before the "
-            "rest of the SyncStateSet holds it; its own confirmOffset never looks exceeded."),
+            "synthetic (the slave stores the offset it reports, maxPhyOffset, instead of the header's confirmOffset)",
+            "A slave takes its own max offset, the offset it is about to report to its master, as its confirmOffset "
+            "instead of the transfer header's confirmOffset lowered to it: it confirms, and dispatches to its consume "
+            "queues, every byte it has received, before the rest of the SyncStateSet holds it; its confirmOffset "
+            "never passes its own log, so nothing about the slave alone looks wrong."),
         Bug(CLIENT_ACKS_ANNOUNCED_BODY, "HA-ACK-BOUND",
             "AutoSwitchHAClient.HAClientReader.processReadResult / reportSlaveMaxOffset",
             "synthetic (a reader that trusts a frame's header before its body is in: reachable only when frames "
