@@ -72,6 +72,7 @@ class BrokerNode(Actor):
         self.other_topics, self.topic_persist_us = other_topics, topic_persist_us  # [workload] other_topics
         self._reput_scheduled = False
         self._reput_stalled_until = -1
+        self._reput_due = -1  # when the scheduled reput runs (-1: none scheduled)
         self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
         self._connect_tokens: dict[int, Any] = {}
 
@@ -407,12 +408,14 @@ class BrokerNode(Actor):
             self._do_reput()
             return
         self._reput_scheduled = True
+        self._reput_due = self.now + lag
         self.after(lag, self._reput)
 
     @property
     def reput_stalled_until(self) -> int:
-        """Until when the reput thread is stalled (fault ``slow-dispatch``), or -1."""
-        return self._reput_stalled_until
+        """Until when the reput thread is stalled (fault ``slow-dispatch``: a later, shorter stall does not wake a
+        reput an earlier one put off), or -1."""
+        return max(self._reput_stalled_until, self._reput_due)
 
     def stall_dispatch(self, ms: int) -> None:
         """Fault: the reput thread stalls for ``ms`` (GC, a slow consume-queue disk)."""
@@ -420,6 +423,7 @@ class BrokerNode(Actor):
 
     def _reput(self) -> None:
         self._reput_scheduled = False
+        self._reput_due = -1
         self._do_reput()
 
     def _do_reput(self) -> None:
