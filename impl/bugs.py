@@ -35,6 +35,9 @@ ALTER_SKIPS_MEMBER_CHECKS = "alter-skips-member-checks"
 RECOVER_KEEPS_SPLIT_CONFIRM = "recover-keeps-split-confirm"
 ROLE_CHANGE_SKIPS_DISPATCH_WAIT = "role-change-skips-dispatch-wait"
 SLAVE_REPORTS_AT_HANDSHAKE = "slave-reports-at-handshake"
+DISPATCH_SKIPS_RANGE = "dispatch-skips-range"
+RECOVER_CONFIRMS_SCAN_END = "recover-confirms-scan-end"
+SLAVE_CONFIRMS_OWN_MAX = "slave-confirms-own-max"
 
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
@@ -232,6 +235,27 @@ BUGS: dict[str, Bug] = {
             "new connection's offset only on growth or at its 5 s heartbeat, after the put's 3 s slaveTimeout: the "
             "timing is what keeps the per-connection count from acknowledging it.",
             kind="guard", needs=(("faults", "guards", True),)),
+        Bug(DISPATCH_SKIPS_RANGE, "QUEUE-CONFIRMED-DISPATCHED",
+            "ReputMessageService.doReput (reputFromOffset advanced only after a message is dispatched)",
+            "synthetic (a dispatcher that skips a range: the reput offset moved on before the confirmOffset check)",
+            "When the reput stops at a message that ends past confirmOffset, it notes the message's end as where to "
+            "go on from, and once confirmOffset passes it resumes there: the message it waited for never reaches the "
+            "consume queue, although it is confirmed and nothing else looks wrong."),
+        Bug(RECOVER_CONFIRMS_SCAN_END, "SYNC-CONFIRM-HELD",
+            "CommitLog.recoverNormally / recoverAbnormally (the confirmOffset handling after the scan)",
+            "synthetic (the recovery's non-controller branch, setConfirmOffset(lastValidMsgPhyOffset), taken in "
+            "controller mode)",
+            "After a restart, recovery sets confirmOffset to the end of the log it recovered, as outside controller "
+            "mode, instead of keeping the checkpoint's confirmPhyOffset lowered to that log: the unconfirmed tail a "
+            "replica holds counts as confirmed, although the rest of the SyncStateSet may not hold it."),
+        Bug(SLAVE_CONFIRMS_OWN_MAX, "SYNC-DISPATCH-CONFIRMED",
+            "AutoSwitchHAClient.HAClientReader.processReadResult (setConfirmOffset(Math.min(masterConfirmOffset, "
+            "maxPhyOffset)))",
+            "synthetic (the slave stores the offset it reports, maxPhyOffset, instead of the header's confirmOffset)",
+            "A slave takes its own max offset, the offset it is about to report to its master, as its confirmOffset "
+            "instead of the transfer header's confirmOffset lowered to it: it confirms, and dispatches to its consume "
+            "queues, every byte it has received, before the rest of the SyncStateSet holds it; its confirmOffset "
+            "never passes its own log, so nothing about the slave alone looks wrong."),
         Bug(CLIENT_ACKS_ANNOUNCED_BODY, "HA-ACK-BOUND",
             "AutoSwitchHAClient.HAClientReader.processReadResult / reportSlaveMaxOffset",
             "synthetic (a reader that trusts a frame's header before its body is in: reachable only when frames "

@@ -67,6 +67,11 @@ class BrokerConfig:
     register_name_server_period: int = _java("registerNameServerPeriod", 30_000)
     rpc_timeout: int = _java("controllerRpcTimeoutMillis", 3000, "BrokerOuterAPI invokeSync timeout")
     enable_controller_mode: bool = _java("enableControllerMode", True)
+    slave_read_enable: bool = _java(
+        "slaveReadEnable", False, "slaves serve pulls (PullMessageProcessor.rejectRequest lets them through) and a "
+        "master sends a consumer that pulls messages no longer in memory to slave 1 (suggestWhichBrokerId); the kit's "
+        "consumer then picks its broker per queue as RocketMQ's client does (PullAPIWrapper: the suggested broker, or "
+        "any broker of the route when that one is not in it, e.g. while the set has no master)", quiet=True)
 
 
 @dataclass
@@ -89,6 +94,11 @@ class MessageStoreConfig:
     sync_from_last_file: bool = _java("syncFromLastFile", False)
     async_learner: bool = _java("asyncLearner", False)
     read_uncommitted: bool = _java("readUnCommitted", False)
+    access_message_in_memory_max_ratio: int = _java(
+        "accessMessageInMemoryMaxRatio", 40, "percent of the machine's memory (the kit: 16 GiB) a master counts as in "
+        "memory: a pull whose last message starts further than that below the log end is suggested to a slave "
+        "(DefaultMessageStore.getMessage: diff > memory), with slaveReadEnable; 0: every pull that finds messages",
+        quiet=True)
     mapped_file_size_commit_log: int = _java("mappedFileSizeCommitLog", 1024 * 1024 * 1024)
     reput_interval_ms: int = _java("reputIntervalMs", 0,
                                    "dispatch lag: 0 dispatches within the step (the real thread polls every 1 ms)")

@@ -27,6 +27,10 @@ from typing import Any
 
 from . import bugs as B
 
+SET_WIDE = ("SYNC-DISPATCH-CONFIRMED", "SYNC-CONFIRM-HELD")
+"""Issue 21's set-wide checks: a master whose ack set lacks a member the controller's SyncStateSet holds confirms,
+and lets replicas dispatch, bytes that member does not hold (before anything is lost)."""
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -44,17 +48,18 @@ FINDINGS: dict[str, Finding] = {
     f.id: f
     for f in [
         Finding("F-TRANSFER-EPOCH-STALE", "An HA connection keeps transferring under an epoch that has ended",
-                ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_EPOCH_REFRESH,
+                ("HA-EPOCH-BOUNDARY", "MODEL-CONFORM"), B.FIX_TRANSFER_EPOCH_REFRESH,
                 "AutoSwitchHAConnection.changeTransferEpochToNext / transferToSlave",
                 "apache/rocketmq#9689 (fixed by #9690 after 5.3.3)"),
         Finding("F-CONFIRM-SKIPS-NEW-CONNECTION",
                 "confirmOffset skips an SSS member that has reconnected but not yet acked",
-                ("SYNC-CONFIRM-BOUND",), B.FIX_CONFIRM_WAITS_FIRST_ACK,
+                ("SYNC-CONFIRM-BOUND", *SET_WIDE), B.FIX_CONFIRM_WAITS_FIRST_ACK,
                 "AutoSwitchHAService.computeConfirmOffset (the #6729 'ack > 0' filter)",
                 "known gap of #6729's filter"),
         Finding("F-DLEDGER-STALE-VALIDATION",
                 "The controller validates a request on a state that lacks a still-uncommitted earlier event",
-                ("CTL-ALTER-FENCED", "CTL-CLEAN-ELECTION", "CTL-ONE-MASTER-PER-EPOCH", "CTL-READ-COMMITTED"),
+                ("CTL-ALTER-FENCED", "CTL-CLEAN-ELECTION", "CTL-ONE-MASTER-PER-EPOCH", "CTL-READ-COMMITTED",
+                 "MODEL-CONFORM"),
                 B.FIX_VALIDATE_AFTER_COMMIT,
                 "DLedgerController.EventScheduler / appendToDLedgerAndWait (5 s wait, then the next request)",
                 "known gap: DLedger validates, then proposes"),
@@ -63,11 +68,12 @@ FINDINGS: dict[str, Finding] = {
                 "ReplicasManager.doReportSyncStateSetChanged (reads masterEpoch / syncStateSetEpoch when it runs)",
                 "new"),
         Finding("F-GAP-UNION", "A newer SyncStateSet proposal pushes an accepted one out of the ack set",
-                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-EXPAND-SAFE"), B.FIX_UNION_KEEPS_ALL_PROPOSALS,
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-EXPAND-SAFE", *SET_WIDE),
+                B.FIX_UNION_KEEPS_ALL_PROPOSALS,
                 "AutoSwitchHAService.markSynchronizingSyncStateSet (remote set overwritten)", "known gap (GAP-UNION)"),
         Finding("F-CONFIRM-LOCAL-SHORTCUT",
                 "A master whose confirmed SSS is itself alone exposes unacknowledged messages to consumers",
-                ("SYNC-SEEN-NO-LOSS",), B.FIX_CONFIRM_SHORTCUT_USES_UNION,
+                ("SYNC-SEEN-NO-LOSS", *SET_WIDE), B.FIX_CONFIRM_SHORTCUT_USES_UNION,
                 "CommitLog.getConfirmOffset ('local SSS size == 1 -> maxPhyOffset')", "new"),
         Finding("F-RECOVER-NORMALLY-PAST-CONFIRM",
                 "After a clean shutdown a broker dispatches messages past its confirmOffset to consumers",
@@ -91,7 +97,7 @@ FINDINGS: dict[str, Finding] = {
                 "QUIRK-EPOCH-EQ; related upstream PR #9942 (after 5.3.3)"),
         Finding("F-TRANSFER-NEGATIVE-BATCH",
                 "With upstream fix #9690, a connection served past a truncation sends a batch of negative size",
-                ("HA-EPOCH-BOUNDARY",), B.FIX_TRANSFER_CHECKS_LOG_END,
+                ("HA-EPOCH-BOUNDARY", "MODEL-CONFORM"), B.FIX_TRANSFER_CHECKS_LOG_END,
                 "AutoSwitchHAConnection.transferToSlave (#9690's re-read end below nextTransferFromWhere)",
                 "a hole in apache/rocketmq PR #9690 (after 5.3.3); new"),
         Finding("F-SYNC-DELETES-EVERY-TOPIC",
@@ -110,7 +116,8 @@ FINDINGS: dict[str, Finding] = {
         Finding("F-LOCAL-SHRINK-BEFORE-ACCEPT",
                 "From 5.4.0 a master drops a disconnected slave from its SyncStateSet before the controller accepts "
                 "it, and acknowledges without a replica the controller can still elect",
-                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS"), B.FIX_SHRINK_WAITS_FOR_CONTROLLER,
+                ("SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS", *SET_WIDE),
+                B.FIX_SHRINK_WAITS_FOR_CONTROLLER,
                 "AutoSwitchHAService.removeConnection (5.4.0+: the local SyncStateSet shrunk under the write lock "
                 "when the connection closes, besides the proposal)",
                 "introduced by apache/rocketmq PR #9897 (5.4.0, 5.5.0); new", needs=(B.LOCAL_SHRINK_ON_DISCONNECT,)),

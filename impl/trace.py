@@ -58,6 +58,7 @@ class TraceHeader(TypedDict):
     config: dict[str, Any]
     disabledInvariants: NotRequired[list[str]]
     faults: Faults
+    conform: NotRequired[bool]  # validated against the model as it ran (rmqha.models.campaign); absent: not
 
 
 class Footer(TypedDict):

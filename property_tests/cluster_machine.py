@@ -289,6 +289,10 @@ class ClusterMachine(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self._settle()
+        if self.sim is not None and self.sim.violation is None:  # the example's run ends here: the checks of a
+            self.sim.checker.check_at_run_end()  # finished run (QUEUE-CONFIRMED-DISPATCHED), as Simulation.run does
+            if self.sim.violation is not None:
+                self._fails(self.sim.violation.invariant)
         tally = type(self).conform
         if tally is not None and self.sim is not None and self.sim.violation is None:
             self._validate(tally)

@@ -134,6 +134,13 @@ def _check_line(inv: Invariant) -> str:
         return (f"- Implementation check: `{inv.where.split('.')[1]}` in [impl/invariants/{module}.py]"
                 f"(../impl/invariants/{module}.py), once per run, at the heal point plus its settle bound (the "
                 "settle tail of `[sim] progress`: [impl/sim/settle.py](../impl/sim/settle.py))")
+    if inv.checked_by:
+        return (f"- Implementation check: in `{inv.checked_by}` (stated by `{inv.where.split('.')[1]}` in "
+                f"[impl/invariants/{module}.py](../impl/invariants/{module}.py); the core does not check it)")
+    if inv.at_run_end:
+        return (f"- Implementation check: `{inv.where.split('.')[1]}` in [impl/invariants/{module}.py]"
+                f"(../impl/invariants/{module}.py), once, when a run ends without a violation "
+                "(`Checker.check_at_run_end`)")
     how = []
     if inv.on:
         how.append("on each " + ", ".join(f"`{k}`" for k in inv.on) + " observation")
@@ -159,7 +166,8 @@ def invariants_md() -> str:
            "it). Everything but the statement's wording is derived from the code by `scripts/gen_docs.py`.\n",
            "Areas (one module each): the controller (CTL), the broker (BRK), the HA transfer and the epoch file (HA, "
            "EPOCH), the store (STORE), the SyncStateSet and acknowledgement (SYNC), topic queues (QUEUE, CLI), "
-           "what clients can see (CLI, NS, SYNC-*-LOSS), and progress (LIVE). The JSON rows also give each "
+           "what clients can see (CLI, NS, SYNC-*-LOSS), progress (LIVE), and conformance to the model (MODEL-CONFORM, "
+           "checked in campaigns). The JSON rows also give each "
            "invariant's layer and kind, and the layers that check it.\n",
            "The progress invariants (LIVE-*) are of another kind: each says that something happens once the faults "
            "have healed, so no single step can break it. A run with `[sim] progress` (on for new runs of `rmqha "

@@ -73,6 +73,7 @@ class CampaignOptions:
     stop_on: str | None = None
     triage: bool = True
     shrink: bool = True
+    conform: bool = True  # validate each run the model covers against it (MODEL-CONFORM); --no-conform: off
     crash_once: str | None = None  # test hook: kill one Python worker once (Spark retries the task)
 
     @property
@@ -84,7 +85,8 @@ class CampaignOptions:
     def identity(self) -> dict[str, Any]:
         return {"config": self.config, "profile": self.profile, "bugs": sorted(self.bugs),
                 "disabled": sorted(self.disabled), "arms": self.arms, "seedStart": self.seed_start,
-                "settings": self.settings.to_dict(), "triage": self.triage}
+                "settings": self.settings.to_dict(), "triage": self.triage,
+                **({} if self.conform else {"conform": False})}
 
 
 @dataclass
@@ -157,7 +159,7 @@ class Campaign:
         self._ctx = {"config": opts.config, "settings": opts.settings.to_dict(), "steps": opts.settings.steps,
                      "bugs": sorted(opts.bugs), "profile": opts.profile, "disabled": sorted(opts.disabled),
                      "triage": opts.triage, "shrinkBudget": opts.settings.shrink_budget,
-                     "crashOnce": opts.crash_once, "guided": "guided" in opts.arms}
+                     "crashOnce": opts.crash_once, "guided": "guided" in opts.arms, "conform": opts.conform}
 
     # ------------------------------------------------------------------------------------------- state
 

@@ -81,6 +81,9 @@ class CoverageProbe:
     def check_progress(self, ids: list[str], at: Settle) -> None:
         self.inner.check_progress(ids, at)
 
+    def check_at_run_end(self) -> None:
+        self.inner.check_at_run_end()
+
     def after_step(self, obs: list[Observation]) -> None:
         self.inner.after_step(obs)
         world = self.world

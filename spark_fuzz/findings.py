@@ -42,10 +42,11 @@ from rmqha.impl.invariants import BY_ID
 from rmqha.impl.invariants.settle import total
 from rmqha.impl.sim.actions import Action, as_actions
 from rmqha.impl.sim.config import Config, config_from_dict
-from rmqha.impl.sim.runner import header_for, run_header
+from rmqha.impl.sim.runner import header_for
 from rmqha.impl.sim.settle import timeouts
-from rmqha.impl.sim.shrink import ddmin, fails
+from rmqha.impl.sim.shrink import ddmin
 from rmqha.impl.trace import ViolationRecord, parse
+from rmqha.models.campaign import fails, run_header
 from rmqha.models.conform import outside_model, validate
 
 from .runs import probed_run
@@ -54,7 +55,8 @@ LINKS_BUDGET = 24  # runs the partition-links pass may spend
 
 
 def violation_of(header: dict[str, Any]) -> ViolationRecord | None:
-    """Re-run a header without a trace; its violation as a dict (None if clean)."""
+    """Re-run a header without a trace; its violation as a dict (None if clean). A header validated against the model
+    (``"conform": true``) is validated again: a MODEL-CONFORM violation is explained like any other."""
     r = run_header(header, record=False)
     return r.violation.to_dict() if r.violation else None
 
@@ -216,12 +218,14 @@ def shrink_violation(header: dict[str, Any], violation: Mapping[str, Any], budge
     bugs = list(header.get("bugs", []))
     disabled = list(header.get("disabledInvariants", []))
     inv = violation["invariant"]
+    conform = bool(header.get("conform"))
     if header["faults"]["mode"] == "generated":
         actions = _strip(probed_run(header, want_actions=True).actions)
     else:
         actions = _strip(header["faults"]["events"])
     max_time = fault_phase_end(cfg, violation)
-    check = _Budget(_no_later(fails(cfg, seed, steps, bugs, inv, max_time, disabled), int(violation["step"])), budget)
+    check = _Budget(_no_later(fails(cfg, seed, steps, bugs, inv, max_time, disabled, conform), int(violation["step"])),
+                    budget)
     schedule = [a for a in actions if a["t"] <= max_time]
     final = header
     shrunk = check(schedule) is not None
@@ -234,9 +238,10 @@ def shrink_violation(header: dict[str, Any], violation: Mapping[str, Any], budge
         if cfg.workload.consume_interval > 0 and check.left > 0:
             quiet = config_from_dict({"workload": {"consume_interval": 0}}, cfg)
             check.runs += 1
-            if _no_later(fails(quiet, seed, steps, bugs, inv, max_time, disabled), int(violation["step"]))(small):
+            if _no_later(fails(quiet, seed, steps, bugs, inv, max_time, disabled, conform),
+                         int(violation["step"]))(small):
                 cfg = quiet
-        final = header_for(cfg, seed, steps, bugs, small, max_time, header.get("profile"), disabled)
+        final = header_for(cfg, seed, steps, bugs, small, max_time, header.get("profile"), disabled, conform=conform)
     runs = check.runs
     first = run_header(final)
     again = run_header(final)

@@ -3,7 +3,8 @@
 A work item is a dict, one of:
 
 * ``{"kind": "runs", "ctx": {...}, "inputs": [...]}``: run each input (a fresh seed, or a mutant's seed, config and
-  explicit schedule) with every invariant checked and the coverage probe on; a failing run is explained at once
+  explicit schedule) with every invariant checked, validated against the model where the run is in its scope (unless
+  the campaign runs ``--no-conform``: ``ctx["conform"]``) and the coverage probe on; a failing run is explained at once
   (``findings.explain``: re-runs with fixes on). One row per run.
 * ``{"kind": "shrink", "ctx": {...}, "finding": {...}}``: shrink one representative violation, trace it, replay
   it, validate it (``findings.shrink_violation``). One row.
@@ -25,6 +26,7 @@ from typing import Any
 from rmqha.impl import bugs as B
 from rmqha.impl.sim.config import config_from_dict
 from rmqha.impl.sim.runner import header_for
+from rmqha.models.campaign import scope
 
 from .findings import explain, fix_hints, shrink_violation
 from .runs import probed_run
@@ -44,8 +46,9 @@ def header_of(ctx: dict[str, Any], inp: dict[str, Any]) -> tuple[dict[str, Any],
         mix = draw_mix(inp["seed"], base, settings_from_dict(ctx["settings"]))
         cfg = mix_config(base, mix)
         family = mix.family
+    conform = ctx.get("conform", True) and scope(cfg, ctx["bugs"], inp.get("schedule")) is None
     header = header_for(cfg, inp["seed"], ctx["steps"], ctx["bugs"], inp.get("schedule"), None, ctx["profile"],
-                        ctx["disabled"])
+                        ctx["disabled"], conform=conform)
     return header, family, cfg.cluster.brokers
 
 

@@ -132,6 +132,9 @@ class _NoChecks:
     def after_step(self, observations: list[dict[str, Any]]) -> None:
         return None
 
+    def check_at_run_end(self) -> None:
+        return None
+
 
 class _Acts:
     def __init__(self) -> None:

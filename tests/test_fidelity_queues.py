@@ -15,7 +15,7 @@ from rmqha.impl import bugs as B
 from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.runner import run
 from rmqha.impl.sim.world import Simulation
-from rmqha.impl.store.commitlog import MessageStore
+from rmqha.impl.store.commitlog import CommitLog, MessageStore
 from rmqha.impl.store.disk import BrokerDisk
 from rmqha.impl.store.message import check, encode, queue_body, queue_of
 
@@ -74,19 +74,27 @@ def test_the_queue_table_is_recovered_from_the_consume_queues():
     assert store.topic_queue_table == {0: 2, 1: 2} and sorted(store.consume_queues[1]) == [0, 1]
 
 
-def test_the_queue_table_counts_the_messages_past_confirm_offset():
-    """ConsumeQueueStore.recoverOffsetTable -> compensateForHA (controller mode): the commit log from confirmOffset to
-    its end sets each queue's next offset too, so a restarted master whose recovery dispatched only up to
-    confirmOffset does not give its next messages the queue offsets its undispatched ones hold."""
+def test_the_queue_table_accounts_for_the_log_past_confirm_offset():
+    """ConsumeQueueStore.recoverOffsetTable in controller mode (compensateForHA, 5.2.0+): the messages the commit log
+    holds from confirmOffset on are in no consume queue after recovery (recoverAbnormally dispatches only what
+    confirmOffset covers), yet their queue offsets are taken: the table goes on from the last one's + 1. Fillers
+    are passed; a start inside a message reads no message (Java throws there: docs/fidelity.md, part 3)."""
     disk = BrokerDisk()
     for i in range(6):
         body = queue_body(f"k{i}", 80, i % 2, i // 2)
         disk.commitlog += encode(f"k{i}", body, len(disk.commitlog), i)
-    disk.checkpoint_confirm = len(disk.commitlog) // 3  # the end of k1: k0 and k1 are dispatched, k2..k5 are not
-    disk.abort = True  # a crash: recoverAbnormally dispatches up to confirmOffset only
+    ends = CommitLog(disk).ends
+    disk.checkpoint_confirm = ends[1]  # k0 and k1 confirmed; k2..k5 past confirmOffset
+    disk.abort = True  # the last run crashed: recoverAbnormally
     store = MessageStore(disk, default_config("safe").store, queues=2)
     assert {q: sorted(cq) for q, cq in store.consume_queues.items()} == {0: [0], 1: [0]}
-    assert store.topic_queue_table == {0: 3, 1: 3}  # not {0: 1, 1: 1}, what the consume queues alone say
+    assert store.topic_queue_table == {0: 3, 1: 3}  # not {0: 1, 1: 1}: k2..k5 hold offsets 1 and 2
+    store.confirm_offset = ends[1] + 10  # inside k2: no message starts there
+    store.recover_topic_queue_table()
+    assert store.topic_queue_table == {0: 1, 1: 1}
+    legacy = MessageStore(BrokerDisk(commitlog=bytearray(disk.commitlog), checkpoint_confirm=ends[1]),
+                          default_config("safe").store, controller_mode=False, queues=2)
+    assert legacy.topic_queue_table == {0: 3, 1: 3}  # outside controller mode everything is dispatched anyway
 
 
 def test_dispatch_stops_at_confirm_offset_and_consumers_read_only_the_dispatched():

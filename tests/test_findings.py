@@ -46,6 +46,25 @@ def test_finding_trace_replays_and_fix_removes_it(fid):
     assert fixed.violation is None, fixed.violation
 
 
+@pytest.mark.parametrize("fid", sorted(f for f in INDEX if "earlier" in INDEX[f]))
+def test_the_set_wide_checks_see_it_earlier_and_the_fix_removes_that_too(fid):
+    """Issue 21's set-wide checks (SYNC-DISPATCH-CONFIRMED, SYNC-CONFIRM-HELD) see these findings' mechanism before
+    the violation the finding documents: a master whose ack set lacks a member the controller holds lets messages
+    be dispatched that the member does not hold. Their traces leave the set-wide checks off to run on to the
+    documented violation; with them on, the same run stops at the earlier step, and the finding's fix removes it."""
+    entry = INDEX[fid]
+    header, _lines, _footer = parse(read_trace_text(str(DOCS / entry["trace"])))
+    assert {"SYNC-DISPATCH-CONFIRMED", "SYNC-CONFIRM-HELD"} <= set(header["disabledInvariants"])
+    on = dict(header, disabledInvariants=[i for i in header["disabledInvariants"]
+                                          if i not in ("SYNC-DISPATCH-CONFIRMED", "SYNC-CONFIRM-HELD")])
+    early = run_header(on, keep=False).violation
+    assert early is not None and (early.invariant, early.step) == (entry["earlier"]["invariant"],
+                                                                   entry["earlier"]["step"])
+    assert early.invariant in FINDINGS[fid].invariants and early.step < entry["step"]
+    fixed = run_header(dict(on, bugs=sorted([*on["bugs"], FINDINGS[fid].fix])), keep=False)
+    assert fixed.violation is None, fixed.violation
+
+
 # ------------------------------------------------------------------------------------- F-EPOCH-EQ-SPLICE
 
 _QUIET = {"workload": {"produce_interval": 0, "consume_interval": 1000}}  # the logs stay empty until a rule sends
@@ -90,11 +109,12 @@ def test_epoch_eq_splice_shapes_fail_without_the_fix_and_are_clean_with_it(shape
 def test_epoch_eq_splice_goes_on_to_lose_an_acknowledged_message():
     """The trace's run, healed, then the new master crashes. With each violation's invariant left out in turn, the
     divergence runs through HA-TRUNCATE-PREFIX (the deposed master keeps its bytes at the handshake),
-    STORE-WHOLE-MESSAGES (new bytes appended after them), SYNC-SSS-HOLDS-ACKED (it rejoins the SSS) to
-    SYNC-NO-ACK-LOSS (it is elected and cuts an acknowledged message). With the fix the run is clean, and the two
-    brokers that hold the deposed master's bytes (267 of them, under the epoch the new master replaced) find their
-    consistent point at that epoch's start, cut the bytes and resync (before the fix also took the replaced entry
-    into the handshake they shared no epoch with the new master and never resynced: LIVE-HA-TRANSFER)."""
+    SYNC-DISPATCH-CONFIRMED and SYNC-CONFIRM-HELD (a slave dispatches them, and confirms them, though the new master
+    holds other bytes there), STORE-WHOLE-MESSAGES (new bytes appended after them), SYNC-SSS-HOLDS-ACKED (it rejoins
+    the SSS) to SYNC-NO-ACK-LOSS (it is elected and cuts an acknowledged message). With the fix the run is clean, and
+    the two brokers that hold the deposed master's bytes (267 of them, under the epoch the new master replaced) find
+    their consistent point at that epoch's start, cut the bytes and resync (before the fix also took the replaced
+    entry into the handshake they shared no epoch with the new master and never resynced: LIVE-HA-TRANSFER)."""
     schedule = [*EPOCH_EQ_SHAPES["cut-master"], {"t": 70000, "do": "heal", "id": "p1"},
                 {"t": 85000, "do": "crash", "node": "b1", "powerLoss": False},
                 {"t": 120000, "do": "restart", "node": "b1"}]
@@ -104,7 +124,8 @@ def test_epoch_eq_splice_goes_on_to_lose_an_acknowledged_message():
         if r.violation is None:
             break
         seen.append(r.violation.invariant)
-    assert seen == ["HA-TRUNCATE-PREFIX", "STORE-WHOLE-MESSAGES", "SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"]
+    assert seen == ["HA-TRUNCATE-PREFIX", "SYNC-DISPATCH-CONFIRMED", "SYNC-CONFIRM-HELD", "STORE-WHOLE-MESSAGES",
+                    "SYNC-SSS-HOLDS-ACKED", "SYNC-NO-ACK-LOSS"]
     fixed = _epoch_eq_run(schedule, True, 150_000)
     assert fixed.violation is None, fixed.violation
     obs = [o for line in fixed.text.splitlines()[1:-1] for o in json.loads(line).get("obs", [])]

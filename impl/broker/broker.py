@@ -8,7 +8,9 @@ Rules (``BrokerController`` in controller mode, ``SendMessageProcessor``, ``Comm
   *before* writing when ``inSyncReplicasNums < minInSyncReplicas``; then append, flush (SYNC_FLUSH: before
   answering) and wait for acks: ``needAck`` = ALL when ``allAckInSyncStateSet`` else ``inSyncReplicas``;
   0 or 1 acks at once. The message is never rolled back after a timeout.
-* Pull: consumers read dispatched messages only (those ending at or before confirmOffset).
+* Pull: consumers read dispatched messages only (those ending at or before confirmOffset); a slave serves pulls
+  only with ``slaveReadEnable`` (``PullMessageProcessor.rejectRequest``), and then every answer suggests the broker
+  to pull from next (``suggestWhichBrokerId``).
 * Heartbeat to every controller each second and nameserver registration every 30 s (first after 10 s),
   both skipped while isolated (fenced); a role change registers at once, fenced or not. The registration
   reply gives a slave its master's HA address.
@@ -61,6 +63,8 @@ from .topic_config import TopicConfigManager, sync_loop_ms
 PULL_BATCH = 32
 GAP_MAX = 20  # [sim] interleave: the longest pause between two sub-steps (ms)
 REPUT_BATCH = 4  # [sim] interleave: the most messages one reput sub-step dispatches
+TOTAL_PHYSICAL_MEMORY_SIZE = 16 << 30  # StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE: the kit's machines have 16 GiB
+WHICH_BROKER_WHEN_CONSUME_SLOWLY = 1  # SubscriptionGroupConfig.whichBrokerWhenConsumeSlowly (default)
 
 
 class BrokerNode(Actor):
@@ -93,6 +97,7 @@ class BrokerNode(Actor):
         self.other_topics, self.topic_persist_us = other_topics, topic_persist_us  # [workload] other_topics
         self._reput_scheduled = False
         self._reput_stalled_until = -1
+        self._reput_due = -1  # when the scheduled reput runs (-1: none scheduled)
         self._ha_conns: dict[int, AutoSwitchHAConnection] = {}
         self._connect_tokens: dict[int, Any] = {}
         self.interleave = interleave  # [sim] interleave: long steps in sub-steps
@@ -387,6 +392,10 @@ class BrokerNode(Actor):
         yield  # pragma: no cover
 
     def _pull(self, src: str, cmd: Command) -> None:
+        if not self.broker_cfg.slave_read_enable and self.store.role == BrokerRole.SLAVE:
+            # PullMessageProcessor.rejectRequest: "[REJECTREQUEST]system busy" (a slave serves no pull without it)
+            self.send(src, response_to(cmd, ResponseCode.SYSTEM_BUSY))
+            return
         start = cmd.header.get("queueOffset", 0)
         confirm = self.store.get_confirm_offset()
         if self.store.queues:  # PullMessageProcessor -> DefaultMessageStore.getMessage on one consume queue
@@ -402,12 +411,29 @@ class BrokerNode(Actor):
             while start + len(got) in cq and len(got) < PULL_BATCH:
                 d = cq[start + len(got)]
                 got.append([d.key, d.offset, d.size, d.qoff])
-            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"confirmOffset": confirm,
-                                                                  "nextQueueOffset": start + len(got)}, got))
+            self._pull_reply(src, cmd, {"confirmOffset": confirm, "nextQueueOffset": start + len(got)}, got)
             return
         msgs = [[d.key, d.offset, d.size] for d in self.store.dispatched[start:start + PULL_BATCH]]
-        self.send(src, response_to(cmd, ResponseCode.SUCCESS, {"confirmOffset": confirm,
-                                                              "nextQueueOffset": start + len(msgs)}, msgs))
+        self._pull_reply(src, cmd, {"confirmOffset": confirm, "nextQueueOffset": start + len(msgs)}, msgs)
+
+    def _pull_reply(self, src: str, cmd: Command, header: dict[str, Any], msgs: list[list[Any]]) -> None:
+        """The pull's answer. With ``slaveReadEnable`` it names the broker to pull from next
+        (``PullMessageProcessor``: ``suggestWhichBrokerId``): slave ``whichBrokerWhenConsumeSlowly`` when the last
+        message pulled starts more than the memory share below the log end (``DefaultMessageStore.getMessage``:
+        ``diff > memory``), else the master; a slave that need not serve (the group's min broker id is the master:
+        ``minBrokerIdInGroup`` stays 0 without ``enableSlaveActingMaster``) points back to the master, and answers
+        PULL_RETRY_IMMEDIATELY when it found nothing."""
+        code = ResponseCode.SUCCESS
+        if self.broker_cfg.slave_read_enable:
+            memory = TOTAL_PHYSICAL_MEMORY_SIZE * self.store_cfg.access_message_in_memory_max_ratio // 100
+            slowly = bool(msgs) and self.store.max_phy_offset - msgs[-1][1] > memory
+            which = WHICH_BROKER_WHEN_CONSUME_SLOWLY if slowly else MASTER_ID
+            if self.configured_broker_id != MASTER_ID and not slowly:
+                which = MASTER_ID
+                if not msgs:
+                    code = ResponseCode.PULL_RETRY_IMMEDIATELY
+            header["suggestWhichBrokerId"] = which
+        self.send(src, response_to(cmd, code, header, msgs))
 
     # ------------------------------------------------------------------------------------ reput
 
@@ -434,7 +460,14 @@ class BrokerNode(Actor):
             self._do_reput()
             return
         self._reput_scheduled = True
+        self._reput_due = self.now + lag
         self.after(lag, self._reput)
+
+    @property
+    def reput_stalled_until(self) -> int:
+        """Until when the reput thread is stalled (fault ``slow-dispatch``: a later, shorter stall does not wake a
+        reput an earlier one put off), or -1."""
+        return max(self._reput_stalled_until, self._reput_due)
 
     def stall_dispatch(self, ms: int) -> None:
         """Fault: the reput thread stalls for ``ms`` (GC, a slow consume-queue disk)."""
@@ -442,6 +475,7 @@ class BrokerNode(Actor):
 
     def _reput(self) -> None:
         self._reput_scheduled = False
+        self._reput_due = -1
         self._do_reput()
 
     def _do_reput(self) -> None:

@@ -301,7 +301,10 @@ class AutoSwitchHAClient:
             self.host.observe_slave_append(frame.offset, len(frame.body))
             store.commitlog.append_data(frame.body)
             self.host.on_slave_appended()
-        store.set_confirm_offset(min(frame.confirm_offset, store.max_phy_offset))
+        if B.SLAVE_CONFIRMS_OWN_MAX in self.service.bugs:  # the deviation: its own max, what it reports next
+            store.set_confirm_offset(store.max_phy_offset)
+        else:
+            store.set_confirm_offset(min(frame.confirm_offset, store.max_phy_offset))
         self.host.on_confirm_changed()
         self._report_slave_max_offset()
         return True

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
-from ..codes import PutMessageStatus, to_int32
+from ..codes import BrokerRole, PutMessageStatus, to_int32
 from ..config import MessageStoreConfig
 from ..observations import HaEpochAppend
 from ..store.commitlog import HAView, MessageStore
@@ -261,7 +261,12 @@ class AutoSwitchHAService(HAView):
         self.connection_caught_up_time_table[slave_id] = max(prev, t)
 
     def update_confirm_offset_when_slave_ack(self, slave_id: int) -> None:
-        members = self.get_sync_state_set() if B.FIX_CONFIRM_SHORTCUT_USES_UNION in self.bugs else self.sync_state_set
+        # the fix of F-CONFIRM-LOCAL-SHORTCUT: the ack set, on a master only. Every broker's HA server serves whoever
+        # connects and maybeExpandInSyncStateSet has no role test, so a broker with no role yet (or a slave) that a
+        # stale HA address reaches takes proposals too; the union must not let it confirm from them (it has no ack
+        # set: its puts are refused). 5.3.3's local set is empty there, or its last master term's.
+        union = B.FIX_CONFIRM_SHORTCUT_USES_UNION in self.bugs and self.store.role == BrokerRole.SYNC_MASTER
+        members = self.get_sync_state_set() if union else self.sync_state_set
         if slave_id in members:
             self.store.set_confirm_offset(self.compute_confirm_offset())
             self.host.on_confirm_changed()

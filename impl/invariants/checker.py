@@ -34,11 +34,13 @@ from ..observations import (
     HaTruncate,
     Observation,
     SimCrash,
+    StoreDispatch,
 )
 
 # the area modules declare the invariants (imported for their registration, in catalogue order)
-from . import broker, client, controller, ha, progress, queues, store, sync  # noqa: F401
+from . import broker, client, conform, controller, ha, progress, queues, store, sync  # noqa: F401
 from .context import Context, Fingerprint
+from .queues import settle_ms
 from .registry import BY_ID, CATALOGUE, Invariant, Violated
 from .settle import Settle
 from .view import ClusterView
@@ -61,6 +63,10 @@ STATE_CHAINS: tuple[tuple[str, ...], ...] = (
     ("SYNC-NO-ACK-LOSS", "SYNC-SEEN-NO-LOSS"),
     ("SYNC-SSS-HOLDS-ACKED",),
     ("QUEUE-ACKED-READABLE",),
+    # set-wide: the step's dispatches and every broker's confirmOffset against the controller's SyncStateSet (after
+    # the others: a step that breaks an older invariant as well reports that one, as before)
+    ("SYNC-DISPATCH-CONFIRMED",),
+    ("SYNC-CONFIRM-HELD",),
 )
 
 Entry = tuple[str | None, Callable[[Any, Any], Violated | None]]  # (invariant id, or None for history) and its call
@@ -86,6 +92,7 @@ class Checker(Context):
             "client.seen": [(None, Checker._record_seen)], "client.send-result": [(None, Checker._record_send)],
             "ha.expand": [(None, Checker._record_expand)], "ha.truncate": [(None, Checker._record_truncate)],
             "sim.crash": [(None, Checker._record_crash)], "store.truncated": [(None, Checker._record_truncated)],
+            "store.dispatch": [(None, Checker._record_dispatch)],
             "ctl.append-timeout": [(None, Checker._record_append_timeout)],
             "ha.accept": [(None, Checker._record_accept)],
         }
@@ -98,6 +105,9 @@ class Checker(Context):
         self._ctl_chains = self._chains(chains, {"controller"})
         self._broker_chains = self._chains(chains, {"brokers"})
         self._ns_chains = self._chains(chains, {"nameserver"})
+        self._at_end = tuple(i for i in CATALOGUE if i.at_run_end and i.id in self.enabled)
+        self._track_reput = "QUEUE-CONFIRMED-DISPATCHED" in self.enabled
+        self._settle = settle_ms(world.store_config)
         self._loss_chain = next((self._compile(c) for c in chains if c[0].id == "SYNC-NO-ACK-LOSS"), ())
         self._across_chains = tuple(self._compile(c) for c in chains if len(c[0].reads) > 1
                                     and c[0].id != "SYNC-NO-ACK-LOSS")
@@ -128,6 +138,8 @@ class Checker(Context):
     def after_step(self, observations: list[Observation]) -> None:
         self._ref_known = False  # the per-pass caches (Context.reference_master, Context.logs)
         self._logs = None
+        if self.dispatched_in_step:
+            self.dispatched_in_step = []
         on = self._on
         for obs in observations:
             entries = on.get(obs["k"])
@@ -148,7 +160,7 @@ class Checker(Context):
             self._check_broker_state()
         if self._full_recheck or world.nameserver in touched:
             self._check_nameserver()
-        if ran_brokers or ran_ctl or self.acked_pending or self.seen_pending:
+        if ran_brokers or ran_ctl or self.acked_pending or self.seen_pending or self.dispatched_in_step:
             self._check_across()
         self._full_recheck = False
 
@@ -220,6 +232,8 @@ class Checker(Context):
                 continue
             node = world.broker(b)
             disk = world.disks[b]
+            if self._track_reput and isinstance(node, BrokerNode):
+                self._note_reput_end(b, node)
             if node is None:
                 fp: Fingerprint = (None, disk.generation, len(disk.commitlog))
             else:
@@ -231,6 +245,30 @@ class Checker(Context):
                 self._fingerprints[b] = fp
                 changed = True
         return changed
+
+    def _note_reput_end(self, b: str, node: BrokerNode) -> None:
+        """QUEUE-CONFIRMED-DISPATCHED's memory: the broker's reput end when it moved, pruned to the settle time."""
+        world = self.world
+        value, inc = node.store.peek_reput_end(), world.inc[b]
+        hist = self.reput_ends.setdefault(b, [])
+        if hist and hist[-1][0] == inc and hist[-1][2] == value:
+            return
+        hist.append((inc, world.now, value))
+        horizon = world.now - self._settle
+        while len(hist) > 1 and hist[1][1] <= horizon:
+            del hist[0]
+
+    # ---------------------------------------------------------------------------------------- run's end
+
+    def check_at_run_end(self) -> None:
+        """The checks of a finished run (``at_run_end`` invariants), once, in catalogue order; the first violation
+        is the run's. The simulator calls it when a run ends without a violation. (A hook the end-of-run progress
+        checks can share: they run here, after every step's checks.)"""
+        for inv in self._at_end:
+            v = inv.check(self)
+            if v is not None:
+                self._violated(inv.id, v)
+                return
 
     # ------------------------------------------------------------------------------------------ history
 
@@ -307,6 +345,9 @@ class Checker(Context):
         disk = self.world.disks.get(obs["node"])
         if disk is not None:  # what the files hold when the process is gone: recovery may only cut from it
             self.crash_end[obs["node"]] = len(disk.commitlog)
+
+    def _record_dispatch(self, obs: StoreDispatch) -> None:
+        self.dispatched_in_step.append(obs)
 
     def _record_truncated(self, obs: Observation) -> None:
         self._full_recheck = True

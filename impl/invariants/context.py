@@ -12,6 +12,7 @@ from typing import Any
 
 from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
+from ..observations import StoreDispatch
 from ..store.commitlog import CommitLog
 from .registry import BY_ID
 from .view import AnyBroker, ClusterView
@@ -36,6 +37,19 @@ class PairCache:
     verified: int = 0
     key: tuple[int, int] = (0, 0)
 
+
+@dataclass
+class HeldCache:
+    """SYNC-CONFIRM-HELD / SYNC-DISPATCH-CONFIRMED: how far a broker's log is known to equal an SSS member's, and
+    the two logs' generations it held for (a generation moves when a log loses bytes)."""
+
+    verified: int = 0
+    key: tuple[int, int] = (0, 0)
+
+
+SetMembers = tuple[tuple[tuple[int, str, bytearray, int], ...], tuple[tuple[int, str, int], ...], tuple[list[int], int]]
+"""The set-wide checks' view of the controller's SyncStateSet: (member id, broker, log, generation) per member, a key
+of the ids, brokers and generations, and the set and its masterEpoch (for a message)."""
 
 LogView = tuple[bytearray, list[tuple[int, int]], AnyBroker | None]
 """A broker's log bytes, its epoch entries, and its process (None while down)."""
@@ -68,6 +82,10 @@ class Context:
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went
         self.send_status: dict[str, str] = {}  # producer key -> the status of its last send result
         self.ha_opened: dict[int, int] = {}  # HA connection -> when its master side accepted it
+        self.dispatched_in_step: list[StoreDispatch] = []  # the step's store.dispatch observations
+        # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one
+        # at or before the settle time ago on (recorded by the checker for every broker a step touched)
+        self.reput_ends: dict[str, list[tuple[int, int, int]]] = {}
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
         self._full_recheck = True  # every state check re-runs after this step (a fault, a new master, a crash...)
         # ----------------------------------------------------------------- memory of individual invariants
@@ -84,6 +102,9 @@ class Context:
         self.shared: dict[tuple[str, str], tuple[Fingerprint, Fingerprint, list[tuple[int, int, int | None,
                                                                                   int | None]]]] = {}
         self.sss_verified: dict[int, tuple[Any, int]] = {}  # SYNC-SSS-HOLDS-ACKED: member -> (log gen, keys checked)
+        self.held: dict[tuple[str, str], HeldCache] = {}  # SYNC-CONFIRM-HELD, SYNC-DISPATCH-CONFIRMED: (broker, member)
+        self.held_ok: dict[tuple[str, str], tuple[int, int, tuple[tuple[int, str, int], ...]]] = {}  # ... what held
+        self.held_members: tuple[int, SetMembers | None] | None = None  # ... the SSS as read at a step
         self.last_ref: tuple[str, int] | None = None  # SYNC-NO-ACK-LOSS / SEEN: the master last checked against
         self.loss_full = True  # ... it changed (or a full re-check): check every key, not only the pending ones
         # ---------------------------------------------------------------------------------------- caches

@@ -5,9 +5,38 @@ keeps queues readable (``TopicConfigManager``, ``SlaveSynchronize.syncTopicConfi
 from __future__ import annotations
 
 from ..broker.broker import BrokerNode
+from ..config import MessageStoreConfig
 from ..observations import BrkAppend, ClientSeen
 from .context import Context, LogView
 from .registry import Violated, invariant, violated
+
+SETTLE_POLLS = 100
+"""QUEUE-CONFIRMED-DISPATCHED's settle time, in reput periods: ``ReputMessageService.run`` calls ``doReput`` every
+1 ms (``Thread.sleep(1)``); the kit's reput runs within the step that moves confirmOffset, or ``reputIntervalMs``
+later."""
+
+
+def settle_ms(cfg: MessageStoreConfig) -> int:
+    """QUEUE-CONFIRMED-DISPATCHED's settle time: ``SETTLE_POLLS`` reput periods (``max(1, reputIntervalMs)`` ms)."""
+    return SETTLE_POLLS * max(1, cfg.reput_interval_ms)
+
+
+def settled_reput_end(history: list[tuple[int, int, int]] | None, inc: int, since: int) -> int | None:
+    """The lowest reput end (confirmOffset) a broker's incarnation ``inc`` has had from ``since`` on, from its
+    history of (incarnation, time, value) changes; None when the incarnation started after ``since``."""
+    if not history:
+        return None
+    low: int | None = None
+    for i, (h_inc, t, value) in enumerate(history):
+        nxt = history[i + 1][1] if i + 1 < len(history) else None
+        if nxt is not None and nxt <= since:
+            continue  # replaced before the window began
+        if h_inc != inc:
+            return None
+        if low is None and t > since:
+            return None  # the incarnation's first value came after the window began
+        low = value if low is None else min(low, value)
+    return low
 
 
 @invariant("QUEUE-OFFSET-GAPLESS", layer="store", reads=("brokers",), per_broker=True,
@@ -91,3 +120,38 @@ def acked_readable(ctx: Context) -> Violated | None:
     return violated(f"master {master.name} (mE {master.replicas.master_epoch}) {what}, but a message was "
                     f"acknowledged PUT_OK in queue {ctx.acked_queue_max}: consumers cannot read that queue",
                     master=master.status(), topic=topics.to_wire())
+
+
+@invariant("QUEUE-CONFIRMED-DISPATCHED", layer="store", at_run_end=True,
+           source="ReputMessageService.run / doReput (every 1 ms: every whole message up to getReputEndOffset, which "
+                  "is confirmOffset in controller mode, goes to its consume queue: "
+                  "CommitLogDispatcherBuildConsumeQueue)",
+           exceptions="a broker up for less than the settle time, paused at the end, or whose reput was stalled "
+                      "(fault slow-dispatch) within it; a 4.x broker")
+def confirmed_dispatched(ctx: Context) -> Violated | None:
+    """Every whole message a broker has held confirmed for the settle time has reached its consume queue: at the
+    end of a run, each message of a live broker's log that ends at or before the lowest reput end (confirmOffset)
+    the broker had over the last settle time (100 reput periods) has been dispatched.
+
+    Checked once, when a run ends (``Checker.check_at_run_end``), from the reput ends the checker kept for each
+    broker (``Context.reput_ends``). A dispatcher that skips a range or stops leaves a message out."""
+    world = ctx.world
+    settle = settle_ms(world.store_config)
+    since = world.now - settle
+    for b in world.brokers:
+        node = world.broker(b)
+        if not isinstance(node, BrokerNode) or world.is_paused(b) or node.reput_stalled_until > since:
+            continue
+        settled = settled_reput_end(ctx.reput_ends.get(b), world.inc[b], since)
+        if settled is None:
+            continue
+        done = {d.offset for d in node.store.dispatched}
+        for rec in node.store.commitlog.records:
+            if rec.offset + rec.size > settled:
+                break
+            if rec.offset not in done:
+                return violated(f"{b} has had confirmOffset {settled} or more for {settle} ms, but {rec.key} at "
+                                f"{rec.offset} (size {rec.size}) is not in its consume queue (reput at "
+                                f"{node.store.reput_from_offset})", broker=node.status(), key=rec.key,
+                                offset=rec.offset)
+    return None

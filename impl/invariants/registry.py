@@ -19,6 +19,10 @@ Rules:
   and ``history``, the acknowledged and consumed messages not yet checked). An invariant can be both: its function
   then takes ``obs=None`` for the state check. A state check of one broker at a time is ``per_broker``:
   ``check(ctx, name, log)`` for each broker (``log``: its bytes, epoch entries and process, ``Context.logs``).
+* ``at_run_end``: a check of the finished run (``check(ctx)``, once, when a run ends without a violation:
+  ``Checker.check_at_run_end``), for what must have happened within a settle time rather than at every step.
+* ``checked_by``: the check lives in a layer above the core (the module named); the decorated function only states
+  the invariant and returns None. ``MODEL-CONFORM``: ``models/conform.py`` in campaigns.
 * A check returns ``None`` when the invariant holds, or ``violated(message, **state)`` at the first violation it
   sees; it never calls into the cluster to change it. Its guard (when it applies at all) is its first lines.
 * The registry's order is the catalogue's: by area (``AREAS``), then in the order of declaration in its module.
@@ -42,7 +46,7 @@ from typing import Any, Literal, TypeVar
 from ..observations import OBS_KINDS, ObsKind
 from .settle import Term, Timeouts
 
-Layer = Literal["controller", "broker", "ha", "sync", "client", "store"]
+Layer = Literal["controller", "broker", "ha", "sync", "client", "store", "model"]
 Component = Literal["controller", "brokers", "nameserver", "history"]
 COMPONENTS: tuple[Component, ...] = ("controller", "brokers", "nameserver", "history")
 Kind = Literal["safety", "progress"]
@@ -81,6 +85,8 @@ class Invariant:
     where: str  # module.function of the check, for the docs
     kind: Kind = "safety"  # "progress": checked once, at the heal point plus its settle bound (check(ctx, at))
     settle: Bound | None = None  # a progress invariant's settle bound, as the stages it adds up
+    at_run_end: bool = False  # a check of the finished run: check(ctx), once (Checker.check_at_run_end)
+    checked_by: str = ""  # the module above the core that checks it (the function only states it)
 
     @property
     def tla(self) -> str:
@@ -88,7 +94,7 @@ class Invariant:
         return self.id.replace("-", "_")
 
 
-AREAS = ("controller", "broker", "ha", "store", "sync", "queues", "client", "progress")
+AREAS = ("controller", "broker", "ha", "store", "sync", "queues", "client", "progress", "conform")
 """The area modules of ``impl/invariants``, in catalogue order."""
 
 CATALOGUE: list[Invariant] = []
@@ -104,18 +110,19 @@ def _statement(fn: Check) -> str:
 
 
 def invariant(inv_id: str, *, layer: Layer, source: str, exceptions: str = "", on: tuple[ObsKind, ...] = (),
-              reads: tuple[Component, ...] = (), per_broker: bool = False,
-              settle: Bound | None = None) -> Callable[[F], F]:
+              reads: tuple[Component, ...] = (), per_broker: bool = False, at_run_end: bool = False,
+              checked_by: str = "", settle: Bound | None = None) -> Callable[[F], F]:
     """Declare the invariant ``inv_id`` with the decorated function as its check (see the module's rules); with
     ``settle`` (its bound), a progress invariant."""
 
     def register(fn: F) -> F:
         if inv_id in BY_ID:
             raise ValueError(f"invariant {inv_id} declared twice")
-        if settle is not None and (on or reads or per_broker):
+        if settle is not None and (on or reads or per_broker or at_run_end or checked_by):
             raise ValueError(f"invariant {inv_id}: a progress invariant is checked at its settle bound, not per step")
-        if settle is None and not on and not reads:
-            raise ValueError(f"invariant {inv_id}: give the observation kinds it checks (on=) or what it reads")
+        if settle is None and sum(map(bool, (on or reads, at_run_end, checked_by))) != 1:
+            raise ValueError(f"invariant {inv_id}: give the observation kinds it checks (on=) or what it reads, or "
+                             "at_run_end, or the layer that checks it (checked_by)")
         unknown = [k for k in on if k not in OBS_KINDS] + [c for c in reads if c not in COMPONENTS]
         if unknown:
             raise ValueError(f"invariant {inv_id}: unknown {unknown}")
@@ -124,7 +131,7 @@ def invariant(inv_id: str, *, layer: Layer, source: str, exceptions: str = "", o
             raise ValueError(f"invariant {inv_id}: the check's docstring states the invariant")
         inv = Invariant(inv_id, statement, source, layer, exceptions, on, reads, per_broker, fn,
                         f"{fn.__module__.rsplit('.', 1)[-1]}.{fn.__name__}",
-                        "progress" if settle is not None else "safety", settle)
+                        "progress" if settle is not None else "safety", settle, at_run_end, checked_by)
         rank = AREAS.index(inv.where.split(".")[0])
         at = next((i for i, other in enumerate(CATALOGUE) if AREAS.index(other.where.split(".")[0]) > rank),
                   len(CATALOGUE))

@@ -9,7 +9,8 @@ import bisect
 from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
 from ..observations import BrkPutResult, HaExpand
-from .context import Context
+from ..store.offsets import base_of
+from .context import Context, HeldCache, SetMembers
 from .registry import Violated, invariant, violated
 
 
@@ -141,4 +142,116 @@ def sss_holds_acked(ctx: Context) -> Violated | None:
                                 f"(controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})", key=key,
                                 member=name, broker=node.status() if node is not None else None)
         ctx.sss_verified[member] = (gen, len(acked))
+    return None
+
+
+# ------------------------------------------------------------------------------------- set-wide checks
+
+_SET_EXCEPTIONS = ("allAckInSyncStateSet=false (a master confirms its own max offset) and unclean election (a master "
+                   "from outside the SyncStateSet): the expected losses; a power loss on a member can lose "
+                   "page-cache bytes it had acked")
+
+
+def _set_members(ctx: Context) -> SetMembers | None:
+    """The controller's SyncStateSet as the set-wide checks read it, once per step: each member's id, broker, log
+    and log generation, a key of all that, and the set's (SSS, mE) for the messages; None when the checks do not
+    apply (4.x, allAck off, unclean election, no controller or no set)."""
+    world = ctx.world
+    cached = ctx.held_members
+    if cached is not None and cached[0] == world.step:
+        return cached[1]
+    out: SetMembers | None = None
+    ctl = world.controller_node() if not world.legacy and world.store_config.all_ack_in_sync_state_set else None
+    if ctl is not None and not ctl.rim.enable_elect_unclean_master:
+        info = ctl.rim.sync_state_set_info_table.get(world.broker_name)
+        if info is not None and info.sync_state_set:
+            disks = world.disks  # a broker's log is its files' bytes, up or down (Context.logs)
+            members = tuple((m, name, disks[name].commitlog, disks[name].generation)
+                            for m in sorted(info.sync_state_set) if (name := ctx.broker_by_id(m)) is not None)
+            out = (members, tuple((m, n, g) for m, n, _, g in members), (sorted(info.sync_state_set),
+                                                                        info.master_epoch))
+    ctx.held_members = (world.step, out)
+    return out
+
+
+def _set_lacks(ctx: Context, b: str, upto: int, what: str) -> Violated | None:
+    """``upto`` of broker ``b``'s log is confirmed set-wide: every member of the controller's SyncStateSet holds
+    the bytes below it (its files while it is down), the same bytes as ``b``'s own (compared where ``b`` has them).
+    What held stays held until ``upto``, a log's generation (it lost bytes) or the set changes (``Context.held_ok``);
+    the verified prefix of each pair is kept until either log loses bytes (``HeldCache``)."""
+    got = _set_members(ctx)
+    if got is None:
+        return None
+    members, members_key, (sss, epoch) = got
+    world = ctx.world
+    gen = world.disks[b].generation
+    memo = (upto, gen, members_key)
+    if ctx.held_ok.get((b, what)) == memo:
+        return None
+    data = world.disks[b].commitlog
+    base = base_of(data)
+    if upto <= base:
+        return None
+    hi = min(upto, len(data))
+    for member, name, mdata, mgen in members:
+        if len(mdata) < upto:
+            return violated(f"{b} {what} {upto}, but SSS member {member} ({name}) holds only {len(mdata)} bytes "
+                            f"(controller SSS {sss}, mE {epoch})", broker=b, member=name, upto=upto)
+        if name == b:
+            continue
+        key = (gen, mgen)
+        cached = ctx.held.get((b, name))
+        lo = base
+        if cached is not None and cached.key == key:
+            lo = max(lo, min(cached.verified, hi))
+        if hi > lo and data[lo:hi] != mdata[lo:hi]:
+            at = next(j for j in range(lo, hi) if data[j] != mdata[j])
+            ctx.held.pop((b, name), None)
+            return violated(f"{b} {what} {upto}, but SSS member {member} ({name}) holds other bytes from {at} "
+                            f"(controller SSS {sss}, mE {epoch})", broker=b, member=name, upto=upto, at=at)
+        if cached is None or cached.key != key or hi > cached.verified:
+            ctx.held[(b, name)] = HeldCache(max(hi, lo), key)
+    ctx.held_ok[(b, what)] = memo
+    return None
+
+
+@invariant("SYNC-CONFIRM-HELD", layer="sync", reads=("brokers", "controller"),
+           source="AutoSwitchHAService.computeConfirmOffset (the minimum of the SyncStateSet's acks); "
+                  "AutoSwitchHAClient (min(header confirmOffset, maxPhyOffset)); DefaultMessageStore.loadCheckPoint "
+                  "(StoreCheckpoint.confirmPhyOffset) + CommitLog.recoverAbnormally / recoverNormally (confirmOffset "
+                  "clamped to the last confirmed whole message / to the scan's end)",
+           exceptions=_SET_EXCEPTIONS)
+def confirm_held(ctx: Context) -> Violated | None:
+    """Every live broker's confirmOffset, after a restart and its recovery too, is held by the controller's current
+    SyncStateSet: every member's log holds the bytes below it, the same bytes as the broker's own."""
+    world = ctx.world
+    for b in world.brokers:
+        node = world.broker(b)
+        if not isinstance(node, BrokerNode):
+            continue
+        v = _set_lacks(ctx, b, node.store.get_confirm_offset_directly(), "has confirmOffset")
+        if v is not None:
+            v.state["status"] = node.status()
+            return v
+    return None
+
+
+@invariant("SYNC-DISPATCH-CONFIRMED", layer="sync", reads=("brokers", "controller", "history"),
+           source="ReputMessageService.doReput (up to getConfirmOffset) on every replica; the confirmOffset a slave "
+                  "takes from its master's transfer header (AutoSwitchHAClient); PullMessageProcessor / "
+                  "DefaultMessageStore.getMessage serve the consume queue, a slave's too (slaveReadEnable)",
+           exceptions=_SET_EXCEPTIONS + "; a dispatch past the broker's own confirmOffset is SYNC-VISIBLE-BOUND's")
+def dispatch_confirmed(ctx: Context) -> Violated | None:
+    """Whatever a replica dispatches to its consume queue is confirmed set-wide: every member of the controller's
+    SyncStateSet holds the bytes up to the end of what it dispatched, the same bytes as the replica.
+
+    The step's dispatches (``store.dispatch``, kept by the checker) are checked after the step's other checks, so
+    that a step that also breaks an older invariant reports that one."""
+    for obs in ctx.dispatched_in_step:
+        if obs["upto"] > obs["confirm"]:
+            continue  # the broker's own confirmOffset already says no: SYNC-VISIBLE-BOUND reports it
+        v = _set_lacks(ctx, obs.get("n", ""), obs["upto"], "dispatched to its consume queue up to")
+        if v is not None:
+            v.state["obs"] = obs
+            return v
     return None

@@ -55,6 +55,10 @@ class ClusterView(Protocol):
         """The broker's process, or None while it is down."""
         ...
 
+    def is_paused(self, node: str) -> bool:
+        """The process is stopped (SIGSTOP): it handles nothing until it resumes."""
+        ...
+
     def controller_node(self) -> ControllerNode | None:
         """The controller that serves (a replicated group's current leader, caught up), if any."""
         ...

@@ -4,7 +4,9 @@
   names (refreshed every ``route_refresh`` ms and after a failed send); waits ``send_timeout`` ms; the
   outcome is the broker's status, ``TIMEOUT`` (unknown), or ``NO_ROUTE``.
 * Consumer: pulls the master's dispatched messages from a queue offset, in order, every
-  ``consume_interval`` ms; everything it receives is *seen*.
+  ``consume_interval`` ms; everything it receives is *seen*. With the brokers' ``slaveReadEnable`` it pulls each
+  queue from the broker the last answer suggested, or from any broker of the route when that one is not in it
+  (``PullAPIWrapper``, ``MQClientInstance.findBrokerAddressInSubscribe``): slaves too.
 * Admin (``mqadmin electMaster`` / ``cleanBrokerData``): one-shot controller calls; ``updateTopic`` (with
   ``[workload] topic_config``): one broker call to the master.
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import bugs as B
-from ..codes import RequestCode, ResponseCode
+from ..codes import MASTER_ID, RequestCode, ResponseCode
 from ..rng import DetRng
 from ..runtime import Actor, Call, Command, Job, Periodic, Steps
 from .config import WorkloadConfig
@@ -106,7 +108,12 @@ GROUP = "c1-group"  # the consumer group of c1
 
 
 class ConsumerNode(Actor):
-    def __init__(self, name: str, cfg: WorkloadConfig, broker_name: str, nameserver: str, rng: DetRng) -> None:
+    """The consumer. With ``slave_read`` (the brokers' ``slaveReadEnable``) it picks its broker per queue as
+    RocketMQ's client does; without, every answer would name the master, and it pulls from the master the route
+    names (a pull sent to a slave would be refused: ``rejectRequest``)."""
+
+    def __init__(self, name: str, cfg: WorkloadConfig, broker_name: str, nameserver: str, rng: DetRng,
+                 slave_read: bool = False) -> None:
         super().__init__(name, rng)
         self.cfg = cfg
         self.broker_name = broker_name
@@ -116,6 +123,9 @@ class ConsumerNode(Actor):
         self.queue_offsets: dict[int, int] = {}  # [workload] queues: next offset per queue
         self.next_queue = 0
         self.read_queues = 0  # [workload] topic_config: readQueueNums of the route (0: cfg.queues)
+        self.slave_read = slave_read
+        self.addrs: dict[int, str] = {}  # slave_read: the route's brokerAddrs (broker id -> address)
+        self.pull_from: dict[int, int] = {}  # slave_read: queue id -> the broker id suggested by its last answer
 
     def start(self) -> None:
         if self.cfg.consume_interval > 0:
@@ -131,9 +141,37 @@ class ConsumerNode(Actor):
             addr = resp.header.get("masterAddr")
             self.master = addr.split(":")[0] if addr else None
             self.read_queues = int(resp.header.get("readQueueNums", 0))
+            if self.slave_read:
+                self.addrs = {int(k): v for k, v in (resp.header.get("brokerAddrs") or {}).items()}
+
+    def _broker_for(self, qid: int) -> str | None:
+        """With ``slave_read``: ``MQClientInstance.findBrokerAddressInSubscribe(brokerName,
+        recalculatePullFromWhichNode(mq), false)``: the broker the queue's last answer suggested (the master at
+        first), else for a slave id the next id, else the first broker of the route (``HashMap`` order: the lowest
+        id). Without: the master."""
+        if not self.slave_read:
+            return self.master
+        want = self.pull_from.get(qid, MASTER_ID)
+        addr = self.addrs.get(want)
+        if addr is None and want != MASTER_ID:
+            addr = self.addrs.get(want + 1)
+        if addr is None and self.addrs:
+            addr = self.addrs[min(self.addrs)]
+        return addr.split(":")[0] if addr else None
+
+    def _suggested(self, qid: int, resp: Command) -> None:
+        """``PullAPIWrapper.processPullResult`` -> ``updatePullFromWhichNode``: the next pull of the queue goes where
+        the answer says."""
+        if self.slave_read and "suggestWhichBrokerId" in resp.header:
+            self.pull_from[qid] = int(resp.header["suggestWhichBrokerId"])
 
     def _pull(self) -> Job:
-        target = self.master
+        if not self.cfg.queues:
+            target = self._broker_for(0)
+        elif self.slave_read and self.master is None and self.addrs:
+            target = self.addrs[min(self.addrs)].split(":")[0]  # any broker; the queue's own is picked below
+        else:
+            target = self.master
         if target is None:
             yield from self._route()
             return
@@ -144,6 +182,7 @@ class ConsumerNode(Actor):
         if resp is None:
             yield from self._route()
             return
+        self._suggested(0, resp)
         if resp.code != ResponseCode.SUCCESS:
             return
         confirm = resp.header.get("confirmOffset", -1)
@@ -159,15 +198,18 @@ class ConsumerNode(Actor):
         qid = self.next_queue % n
         self.next_queue = (qid + 1) % n
         if qid not in self.queue_offsets:  # RebalancePushImpl.computePullFromWhere: ask the broker first
-            found = yield from self._query_offset(target, qid)
+            found = yield from self._query_offset(target, qid)  # the master (fetchConsumeOffsetFromBroker), or any
             if found is None:
                 return
             self.queue_offsets[qid] = found
         start = self.queue_offsets[qid]
+        if self.slave_read:
+            target = self._broker_for(qid) or target
         resp = yield Call(target, Command(RequestCode.PULL_MESSAGE, 0, {"queueId": qid, "queueOffset": start}), 3000)
         if resp is None:
             yield from self._route()
             return
+        self._suggested(qid, resp)
         if resp.code != ResponseCode.SUCCESS:
             return
         confirm = resp.header.get("confirmOffset", -1)

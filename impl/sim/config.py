@@ -199,8 +199,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # (part 3: 4 queues); disk and recovery (part 4: clean stops, lost checkpoints,
     # truncated bytes left in the file); HA writes in pieces (part 5); logs that start 64 KiB below 2^31 and cross
     # it (part 7); consumer restarts and topic growth (part 2: consumer offsets and topic config need the
-    # queues). Part 6 has no settings.
-    FIDELITY: {"cluster": {"controllers": 3}, "store": {"allAckInSyncStateSet": True},
+    # queues). Part 6 has no settings. Part 8: consumers read from the slaves (slaveReadEnable; every pull that
+    # finds messages is suggested to a slave: accessMessageInMemoryMaxRatio 0).
+    FIDELITY: {"cluster": {"controllers": 3}, "broker": {"slaveReadEnable": True},
+               "store": {"allAckInSyncStateSet": True, "accessMessageInMemoryMaxRatio": 0},
                "network": {"ha_fragment": 0.3},
                "workload": {"queues": 4, "topic_config": True, "other_topics": 2000},
                "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},

@@ -27,10 +27,15 @@ class RunResult:
 
 def header_for(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: list[Action] | None,
                max_time: int | None = None, profile: str | None = None,
-               disabled: Collection[str] = ()) -> dict[str, Any]:
-    return {"seed": seed, "maxSteps": steps, "maxTime": max_time, "bugs": sorted(bugs), "profile": profile,
-            "config": cfg.to_dict(), "disabledInvariants": sorted(disabled),
-            "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
+               disabled: Collection[str] = (), conform: bool = False) -> dict[str, Any]:
+    """A trace header. ``conform``: the run is validated against the model as it runs (``"conform": true``; left out
+    otherwise): ``rmqha.models.campaign`` runs such a header, ``run_header`` here refuses it."""
+    header = {"seed": seed, "maxSteps": steps, "maxTime": max_time, "bugs": sorted(bugs), "profile": profile,
+              "config": cfg.to_dict(), "disabledInvariants": sorted(disabled),
+              "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
+    if conform:
+        header["conform"] = True
+    return header
 
 
 def simulation(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
@@ -87,5 +92,8 @@ def header_args(header: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_header(header: dict[str, Any], keep: bool = True, record: bool = True) -> RunResult:
-    """Re-run exactly what a trace header describes."""
+    """Re-run exactly what a trace header describes (not a run validated against the model: ``ValueError``)."""
+    if header.get("conform"):
+        raise ValueError("this run was validated against the model (\"conform\": true): re-run it with "
+                         "rmqha.models.campaign.run_header (rmqha replay does)")
     return run(**header_args(header), profile=header.get("profile"), keep=keep, record=record)

@@ -90,12 +90,14 @@ SCENARIOS: dict[str, Scenario] = {
                   {"t": 10900, "do": "partition", "id": "replies", "links": [["ctl", "b2"]]},
                   {"t": 11000, "do": "break-ha", "node": "b1"},
                   {"t": 16500, "do": "produce", "count": 5}],
-                 config={"cluster": {"brokers": 4}, **QUIET}, disabled=("SYNC-CONFIRM-BOUND",),
+                 config={"cluster": {"brokers": 4}, **QUIET},
+                 disabled=("SYNC-CONFIRM-BOUND", "SYNC-DISPATCH-CONFIRMED", "SYNC-CONFIRM-HELD"),
                  story="b4 falls behind; b1 reconnects while the controller's replies cannot reach master b2, so "
                        "b1 stays in b2's local SSS with a connection that has not acked; b3's acks recompute "
-                       "confirmOffset to -1 and lagging b4 passes 'ack >= confirmOffset'. SYNC-CONFIRM-BOUND is "
-                       "off in both runs: without the switch the residual gap of the same filter "
-                       "(F-CONFIRM-SKIPS-NEW-CONNECTION) would stop the run first."),
+                       "confirmOffset to -1 and lagging b4 passes 'ack >= confirmOffset'. SYNC-CONFIRM-BOUND and the "
+                       "set-wide checks (SYNC-DISPATCH-CONFIRMED, SYNC-CONFIRM-HELD) are off in both runs: without "
+                       "the switch the residual gap of the same filter (F-CONFIRM-SKIPS-NEW-CONNECTION) would stop "
+                       "the run first."),
         Scenario(B.TRUNCATE_INVALID_WRONG_START, 1, 30000,
                  [{"t": 8000, "do": "slow-dispatch", "node": "b1", "ms": 30000},
                   {"t": 9000, "do": "produce", "count": 10},
@@ -106,6 +108,28 @@ SCENARIOS: dict[str, Scenario] = {
                  story="Slave b1's dispatch stalls while acknowledged messages arrive; its HA connection breaks "
                        "while master b2 cannot tell the controller, and b1's reconnect loop cuts complete, "
                        "acknowledged messages from a replica still in the SSS."),
+        Scenario(B.DISPATCH_SKIPS_RANGE, 1, 20000,
+                 [{"t": 9000, "do": "produce", "count": 5}],
+                 config={"cluster": {"brokers": 2}, "store": {"haTransferBatchSize": 200}, **QUIET},
+                 fixes=B.FIXES_ALL,
+                 story="HA batches of 200 bytes cut the messages, so the slave's acks, and the master's "
+                       "confirmOffset, stop inside them; each broker's reput waits at the message that straddles "
+                       "confirmOffset and, with the switch, goes on past it once confirmOffset moves: at the end of "
+                       "the run that message is in neither consume queue. Nothing else looks wrong."),
+        Scenario(B.RECOVER_CONFIRMS_SCAN_END, 1, 30000,
+                 [{"t": 8500, "do": "partition", "id": "p", "links": [["b2", "b1"], ["b2", "b3"]]},
+                  {"t": 9000, "do": "produce", "count": 3}, {"t": 9500, "do": "crash", "node": "b2"},
+                  {"t": 20000, "do": "heal", "id": "p"}, {"t": 25000, "do": "restart", "node": "b2"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Master b2 appends three messages its slaves never receive (its HA writes to them are held "
+                       "back) and is killed; b3 is elected. b2 restarts and, with the switch, its recovery takes the "
+                       "end of its log as confirmOffset: bytes the new SyncStateSet does not hold. Without it the "
+                       "checkpoint's value stands (0: nothing was confirmed)."),
+        Scenario(B.SLAVE_CONFIRMS_OWN_MAX, 1, 20000,
+                 [{"t": 9000, "do": "produce", "count": 5}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="The first slave to receive a batch takes its own max offset as confirmOffset and dispatches "
+                       "the messages before the other slave of the SyncStateSet holds them."),
         Scenario(B.CLIENT_ACKS_ANNOUNCED_BODY, 1, 20000,
                  [{"t": 9000, "do": "produce", "count": 10, "size": 2000}],
                  config={"cluster": {"brokers": 2}, **QUIET},

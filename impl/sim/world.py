@@ -137,6 +137,8 @@ class StepChecker(Protocol):
 
     def check_progress(self, ids: list[str], at: Settle) -> None: ...
 
+    def check_at_run_end(self) -> None: ...
+
 
 @dataclass
 class Violation:
@@ -363,6 +365,8 @@ class Simulation(WorldView):
         self._loop(None)
         if self.cfg.sim.progress and self.violation is None:
             self.settle(self.max_time if self.max_time is not None else self.now)
+        if self.violation is None:
+            self.checker.check_at_run_end()  # the checks of the finished run (QUEUE-CONFIRMED-DISPATCHED)
         if self.recorder is not None:
             self.recorder.finish(self)
         return self.violation
@@ -1049,7 +1053,8 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng, bugs)
     if name == "c1":
-        return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng)
+        return ConsumerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng,
+                            slave_read=cfg.broker.slave_read_enable)
     if name == "admin":
         return AdminNode(name, controllers[0], rng)
     raise ValueError(name)  # pragma: no cover

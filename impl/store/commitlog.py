@@ -21,7 +21,6 @@ Rules (``S/CommitLog.java``, ``S/DefaultMessageStore.java``, ``AutoSwitchHAServi
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -245,6 +244,9 @@ class MessageStore:
         self.dispatched: list[Dispatched] = []
         self.on_truncate: Callable[[int], None] | None = None
         self.fix_normal = B.FIX_RECOVER_NORMALLY_UP_TO_CONFIRM in bugs
+        self.confirms_scan_end = B.RECOVER_CONFIRMS_SCAN_END in bugs
+        self.skips_range = B.DISPATCH_SKIPS_RANGE in bugs
+        self._resume_at = -1  # dispatch-skips-range: where the reput goes on from once confirmOffset passes it
         # isTempFileExist: the abort file is there after a crash
         self.recovered_normally = not disk.abort or B.RECOVER_IGNORES_ABORT_FILE in bugs
         self.recover(self.recovered_normally)
@@ -285,6 +287,8 @@ class MessageStore:
         if self.controller_mode:
             if self.confirm_offset < log.min_offset:
                 self._set_confirm(log.min_offset)
+            elif self.confirms_scan_end:  # the deviation: the non-controller branch (the scan's end)
+                self._set_confirm(process)
             elif normally and self.confirm_offset > process:
                 self._set_confirm(process)
             elif not normally and self.confirm_offset > last_confirm_valid and not self.keep_split_confirm:
@@ -315,27 +319,37 @@ class MessageStore:
             self.consume_queues.setdefault(q[0], {}).setdefault(q[1], d)
 
     def recover_topic_queue_table(self) -> None:
-        """``DefaultMessageStore.recoverTopicQueueTable`` -> ``ConsumeQueueStore.recoverOffsetTable``: each queue's next
-        offset is its consume queue's max + 1; in controller mode ``compensateForHA`` then reads the commit log from
-        confirmOffset (``CommitLog.getConfirmOffset``, 0 if -1) to its end, and each whole message there sets its
-        queue's next offset to its queue offset + 1 (the messages a restarted or promoted broker holds past what it
-        dispatched keep their queue offsets)."""
-        if not self.queues:
-            return
-        table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
-        if self.controller_mode:
-            log = self.commitlog
-            start = max(self.get_confirm_offset(), 0)
-            stop = log.torn[0] if log.torn else log.max_offset  # checkMessageAndReturnSize fails there: break
-            for rec in log.records[bisect.bisect_left(log.ends, start + 1):]:
-                if rec.offset < start:
-                    continue  # confirmOffset inside a message: the scan starts at the next one
-                if rec.offset >= stop:
-                    break
-                q = queue_of(log.data, rec.offset)
+        """``DefaultMessageStore.recoverTopicQueueTable`` -> ``ConsumeQueueStore.recoverOffsetTable``: each queue's
+        next offset is its consume queue's max + 1; in controller mode ``compensateForHA`` (5.2.0+, PR #7690) then
+        moves it on past the messages the commit log holds from confirmOffset on, which no consume queue holds yet
+        (``_compensate_for_ha``)."""
+        if self.queues:
+            table = {qid: max(cq) + 1 for qid, cq in self.consume_queues.items() if cq}
+            if self.controller_mode:
+                self._compensate_for_ha(table)
+            self.topic_queue_table = table
+
+    def _compensate_for_ha(self, table: dict[int, int]) -> None:
+        """``ConsumeQueueStore.compensateForHA`` (RocketMQ 5.3.3): from ``getConfirmOffset()`` (0 when it is -1), read
+        the commit log message by message (``selectOneMessageByOffset``, ``checkMessageAndReturnSize``), passing
+        end-of-file fillers (``BLANK_MAGIC_CODE``: ``startReadOffset += size``), and set each message's queue to its
+        queue offset + 1, until the first offset that holds no whole valid message (the log's end, a torn tail).
+        A start inside a message (a confirmOffset that splits one) reads no message there: the Java reads that
+        message's inner bytes as a size and a magic code, finds neither magic code and throws "Unknown magicCode"
+        (or gets no buffer); the kit stops, compensating nothing (docs/fidelity.md, part 3)."""
+        start = self.get_confirm_offset()
+        pos = 0 if start == -1 else start
+        buf = self.commitlog.data
+        limit = len(buf)
+        while pos < limit:
+            size, key = check(buf, pos, limit)
+            if size <= 0:
+                break
+            if key is not None:
+                q = queue_of(buf, pos)
                 if q is not None:
                     table[q[0]] = q[1] + 1
-        self.topic_queue_table = table
+            pos += size
 
     # ---- offsets
     @property
@@ -373,6 +387,17 @@ class MessageStore:
                 return self.max_phy_offset
         return self.confirm_offset
 
+    def peek_reput_end(self) -> int:
+        """``getReputEndOffset`` as a check may read it: ``getConfirmOffset`` without its first-time computation (a
+        master whose confirmOffset is still -1 answers -1 here)."""
+        if self.cfg.read_uncommitted or not self.controller_mode:
+            return self.reput_end_offset()
+        if self.role != BrokerRole.SLAVE and not self.fenced:
+            assert self.ha is not None
+            if self.ha.local_sync_state_set_size() == 1 or not self.cfg.all_ack_in_sync_state_set:
+                return self.max_phy_offset
+        return self.confirm_offset
+
     def dispatch_behind_bytes(self) -> int:
         return self.get_confirm_offset() - self.reput_from_offset
 
@@ -387,6 +412,9 @@ class MessageStore:
         buf = self.commitlog.data
         limit = len(buf)
         n = 0
+        if self._resume_at >= 0 and end >= self._resume_at:  # dispatch-skips-range: over the message it waited for
+            self.reput_from_offset = max(self.reput_from_offset, self._resume_at)
+            self._resume_at = -1
         while self.reput_from_offset < end and self.reput_from_offset < limit and (batch is None or n < batch):
             size, key = check(buf, self.reput_from_offset, limit)
             if size > 0 and key is None:  # a filler: rollNextFile (nothing to dispatch)
@@ -396,6 +424,8 @@ class MessageStore:
                 continue
             if size > 0:
                 if self.reput_from_offset + size > end:
+                    if self.skips_range:  # the deviation: the offset to go on from moves past the waiting message
+                        self._resume_at = self.reput_from_offset + size
                     break
                 self._dispatch(self.reput_from_offset, size, key)  # type: ignore[arg-type]  # a filler went above
                 self.reput_from_offset += size
@@ -423,6 +453,7 @@ class MessageStore:
         if self.confirm_offset > offset:
             self._set_confirm(offset)
         self.reput_from_offset = min(old_reput, offset)
+        self._resume_at = -1
         self.disk.cq_end = min(self.disk.cq_end, offset)
         self.recover_topic_queue_table()
         if self.on_truncate is not None:

@@ -89,6 +89,9 @@ def register(sub: Any) -> dict[str, Handler]:
     f.add_argument("--no-shrink", action="store_true", help="record violations without shrinking them")
     f.add_argument("--no-progress", action="store_true",
                    help="no settle tail and no progress checks (LIVE-*) at the end of each run")
+    f.add_argument("--no-conform", action="store_true",
+                   help="do not validate runs against the model (by default every run the model covers is, and a "
+                        "step that leaves it is the violation MODEL-CONFORM: docs/conformance.md)")
     f.add_argument("--json", action="store_true", help="print the summary as JSON")
     return {"fuzz": cmd_fuzz}
 
@@ -118,7 +121,8 @@ def campaign_options(args: argparse.Namespace) -> CampaignOptions:
     try:
         return options_from(args.out, config, fuzz, profile=profile, bugs=names, disabled=precursors_off(names),
                             guided=args.mode != "unguided", compare=args.mode == "compare",
-                            seed_start=seed_start, budget=budget, seeds=runs, shrink=not args.no_shrink)
+                            seed_start=seed_start, budget=budget, seeds=runs, shrink=not args.no_shrink,
+                            conform=not args.no_conform)
     except ValueError as exc:
         raise UserError(f"{args.config or 'config'}: {exc}") from None
 

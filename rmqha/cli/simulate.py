@@ -3,7 +3,9 @@
     rmqha simulate --seed N [--steps K] [--profile P] [--config FILE] [--bug B]... [--fix F|all]... [--trace FILE]
     rmqha simulate --seeds A-B [--jobs J] [--out DIR] ...      (a batch: progress, triage, traces of failures)
 
-Each run ends with a settle tail and the progress invariants (``[sim] progress``; ``--no-progress``: not).
+Each run ends with a settle tail and the progress invariants (``[sim] progress``; ``--no-progress``: not). Each run
+the model covers is validated against it as it runs (``rmqha.models.campaign``: MODEL-CONFORM), unless
+``--no-conform``.
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ from rich.markup import escape
 
 from rmqha.impl.findings import triage
 from rmqha.impl.sim.config import PROFILES, Config, config_from_dict
-from rmqha.impl.sim.runner import RunResult, header_for, run, run_header
+from rmqha.impl.sim.runner import RunResult, header_for
 from rmqha.impl.trace import ViolationRecord
+from rmqha.models.campaign import run, run_header, scope
 
 from .common import (
     DEFAULT_STEPS,
@@ -67,6 +70,9 @@ def register(sub: Any) -> dict[str, Handler]:
     s.add_argument("--no-triage", action="store_true", help="batch: do not attribute violations to findings")
     s.add_argument("--no-progress", action="store_true",
                    help="no settle tail and no progress checks (LIVE-*) at the end of each run")
+    s.add_argument("--no-conform", action="store_true",
+                   help="do not validate runs against the model (by default every run the model covers is, and a "
+                        "step that leaves it is the violation MODEL-CONFORM: docs/conformance.md)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
     return {"simulate": cmd_simulate}
 
@@ -87,22 +93,24 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
         return _batch(args, out, cfg, profile, names, args.seeds, max_time)
     seed = 1 if args.seed is None else args.seed
     t0 = time.perf_counter()
-    result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile)
+    result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile, conform=not args.no_conform)
     wall = time.perf_counter() - t0
+    why_not = scope(cfg, names) if not args.no_conform else "--no-conform"
     if args.trace:
         write_text(args.trace, result.text or "")
     v = result.violation.to_dict() if result.violation else None
     summary = {"seed": seed, "profile": profile, "bugs": names, "steps": result.steps,
                "simSeconds": result.sim_time / 1000,
                "wallSeconds": round(wall, 3), "violation": v, "hash": result.digest, "trace": args.trace,
-               "coverage": result.coverage}
+               "coverage": result.coverage, "conform": "n/a: " + why_not if why_not else "checked"}
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
         label = f"seed {seed} [{profile}{' ' + ','.join(names) if names else ''}]: "
         ratio = result.sim_time / 1000 / max(wall, 1e-9)
         out.print(escape(label) + f"{result.steps} steps, "
-                  f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({ratio:.0f}x)")
+                  f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({ratio:.0f}x); model conformance "
+                  + escape("checked" if not why_not else f"not checked ({why_not})"), highlight=False)
         out.print(("[red]VIOLATION[/] " if v else "[green]ok[/] ") + violation_line(v), highlight=False)
         if args.trace:
             out.print(f"trace: {args.trace}  ({result.digest})")
@@ -114,14 +122,14 @@ def _seed_job(payload: dict[str, Any]) -> dict[str, Any]:
     cfg = config_from_dict(payload["config"])
     t0 = time.perf_counter()
     r: RunResult = run(cfg, payload["seed"], payload["steps"], bugs=payload["bugs"], max_time=payload["max_time"],
-                       profile=payload["profile"], record=False)
+                       profile=payload["profile"], record=False, conform=payload["conform"])
     out: dict[str, Any] = {"seed": payload["seed"], "steps": r.steps, "simMs": r.sim_time,
                            "wall": time.perf_counter() - t0, "violation": None, "finding": None, "trace": None}
     if r.violation is not None:
         v = r.violation.to_dict()
         out["violation"] = {k: v[k] for k in ("invariant", "step", "t", "message")}
         header = header_for(cfg, payload["seed"], payload["steps"], payload["bugs"], None, payload["max_time"],
-                            payload["profile"])
+                            payload["profile"], conform=payload["conform"] and scope(cfg, payload["bugs"]) is None)
         if payload["triage"]:
             def rerun(h: dict[str, Any]) -> ViolationRecord | None:
                 again = run_header(h, keep=False)
@@ -137,7 +145,8 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
            max_time: int | None) -> int:
     jobs = args.jobs or os.cpu_count() or 1
     payloads = [{"config": cfg.to_dict(), "seed": s, "steps": args.steps, "bugs": names, "max_time": max_time,
-                 "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out)} for s in seeds]
+                 "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out),
+                 "conform": not args.no_conform} for s in seeds]
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     progress = batch_progress(args.json)
@@ -156,7 +165,9 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
     results.sort(key=lambda x: x["seed"])
     sim_s = sum(x["simMs"] for x in results) / 1000
     unexplained = [x for x in results if x["violation"] and not x["finding"]]
+    why_not = scope(cfg, names) if not args.no_conform else "--no-conform"
     summary = {"profile": profile, "bugs": names, "seeds": [seeds[0], seeds[-1]], "runs": len(results),
+               "conform": "n/a: " + why_not if why_not else "checked",
                "violations": sum(1 for x in results if x["violation"]), "unexplained": len(unexplained),
                "simSeconds": round(sim_s, 1), "wallSeconds": round(wall, 2), "results": results}
     if args.out:
@@ -164,7 +175,8 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
     if args.json:
         print(json.dumps(summary, sort_keys=True))
         return 1 if unexplained else 0
-    out.print(batch_summary(results, profile, names, sim_s, wall), highlight=False)  # fitted (cli/terminal.py)
+    conformance = "checked" if not why_not else f"not checked ({why_not})"
+    out.print(batch_summary(results, profile, names, sim_s, wall, conformance), highlight=False)  # cli/terminal.py
     if args.out:
         out.print(f"traces and summary.json in {args.out}")
     return 1 if unexplained else 0

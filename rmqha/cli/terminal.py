@@ -337,7 +337,7 @@ class BatchTable:
 
 
 def batch_summary(results: list[dict[str, Any]], profile: str, names: list[str], sim_s: float,
-                  wall: float) -> RenderableType:
+                  wall: float, conformance: str = "not checked") -> RenderableType:
     """The end of ``rmqha simulate --seeds``: the key figures, then the violations by invariant."""
     by: dict[tuple[str, str], list[int]] = {}
     for x in results:
@@ -348,7 +348,7 @@ def batch_summary(results: list[dict[str, Any]], profile: str, names: list[str],
     head = Text(f"{_count(len(results), 'seed')}, {_count(bad, 'violation')}, {unexplained:,} unexplained",
                 style="bold")
     detail = Text(f"profile {profile}; switches {', '.join(names) or 'none'}; {sim_s:,.0f} simulated s in {wall:.1f} s "
-                  f"({sim_s / max(wall, 1e-9):,.0f}x)")
+                  f"({sim_s / max(wall, 1e-9):,.0f}x); model conformance {conformance}")
     return Group(head, detail, BatchTable(by, len(results) - bad))
 
 

@@ -15,8 +15,8 @@ from rich.console import Console
 
 from rmqha.impl import bugs as B
 from rmqha.impl.sim.report import render
-from rmqha.impl.sim.runner import run_header
 from rmqha.models import crosslayer
+from rmqha.models.campaign import run_header
 from rmqha.spec import speccheck
 
 from .common import (
