@@ -10,8 +10,11 @@ The campaign is what a user runs, cut short, in this order (each stage in seed o
 =================  ===========================================================================================
 stage              the same as
 =================  ===========================================================================================
-``safe:1-10``      ``rmqha simulate --seeds 1-10 --fix all`` (20 000 steps each, every invariant after every step)
-``conform:1-5``    ``rmqha conform --seeds 1-5 --fix all`` (5 000 steps each, every step against the model)
+``safe:1-10``      ``rmqha simulate --seeds 1-10 --fix all`` (20 000 steps each, every invariant after every step,
+                   each run validated against the model as it runs and ended by its settle tail and the progress
+                   checks, as ``simulate`` does by default)
+``guards:1-4``     ``rmqha simulate --profile guards --seeds 1-4 --fix all`` (the TCP-faithful faults at the guards,
+                   the broker's long steps interleaved)
 ``hypothesis:150`` the safe Hypothesis suite (``property_tests``, every fix): 150 derandomized examples of up to
                    30 rules, generate and target phases (Hypothesis' guided search on the suite's coverage
                    labels), no shrinking
@@ -20,6 +23,11 @@ stage              the same as
 ``legacy-sync:1``  ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
 ``legacy-async:1`` ``rmqha simulate --profile legacy-async --seed 1 --fix all``
 =================  ===========================================================================================
+
+``conform:1-5`` (``rmqha conform --seeds 1-5 --fix all``, 5 000 steps each, every step against the model) is a stage
+too; the default campaign leaves it out since the simulate stages validate their runs as they go (issue 21 item 5).
+``--no-progress`` and ``--no-conform`` run the simulate stages as the kit did before those defaults (the campaign
+of the score before).
 
 ``--cpu-limit S`` ends the campaign after S CPU seconds with outcome ``timeout`` (a mutant that loops).
 
@@ -48,9 +56,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DEFAULT_STAGES = ("safe:1-10", "conform:1-5", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
+DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
                   "legacy-async:1")
-SIM_PROFILES = ("safe", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults", "power-loss", "large-logs")
+SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults",
+                "power-loss", "large-logs")
 SIM_STEPS = 20_000
 CONFORM_STEPS = 5_000
 HYPOTHESIS_STEPS = 30
@@ -90,8 +99,9 @@ def _repo_path(filename: str) -> str:
 
 
 class Campaign:
-    def __init__(self, tree: Path | None) -> None:
+    def __init__(self, tree: Path | None, progress: bool = True, conform_runs: bool = True) -> None:
         self.tree = tree
+        self.progress, self.conform_runs = progress, conform_runs  # as rmqha simulate: on unless --no-*
         self.t0 = 0.0
         self.steps = 0  # simulator steps run so far, over every stage
         self.stage_s: dict[str, float] = {}  # wall seconds per stage run
@@ -106,17 +116,16 @@ class Campaign:
 
     # ----------------------------------------------------------------------------------------------- stages
     def simulate(self, profile: str, seeds: list[int], steps: int) -> dict[str, Any] | None:
-        from rmqha.impl.sim.runner import run
-
         from rmqha.cli.common import apply_configs, bug_list
         from rmqha.cli.files import load_config
+        from rmqha.models.campaign import run
 
         names = bug_list([], ["all"])
         for seed in seeds:
-            cfg, prof = load_config(None, profile)
+            cfg, prof = load_config(None, profile, progress=self.progress)
             apply_configs(cfg, names)
             try:
-                r = run(cfg, seed, steps, bugs=names, profile=prof, record=False)
+                r = run(cfg, seed, steps, bugs=names, profile=prof, record=False, conform=self.conform_runs)
             except Exception as exc:
                 return self.crash(profile, seed, exc)
             if r.violation is not None:
@@ -268,6 +277,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=SIM_STEPS, help="simulator steps per simulate run")
     ap.add_argument("--cpu-limit", type=int, help="stop with outcome 'timeout' after this many CPU seconds "
                     "(RLIMIT_CPU: the machine's load does not count, a mutant that loops does)")
+    ap.add_argument("--no-progress", action="store_true", help="simulate stages without the settle tail and LIVE-*")
+    ap.add_argument("--no-conform", action="store_true", help="simulate stages without the model's validation")
     ap.add_argument("--lines", type=Path, help="also write the lines of impl/{controller,ha,store,broker} the "
                     "campaign executed to this JSON file (slow: sys.settrace)")
     args = ap.parse_args(argv)
@@ -303,7 +314,7 @@ def _main(args: argparse.Namespace, stages: list[str]) -> int:
                           "stage": None, "seed": None, "detect_s": None, "detect_steps": 0}), flush=True)
         return EXIT_INCOMPETENT
     import_s = time.perf_counter() - t0
-    camp = Campaign(args.tree)
+    camp = Campaign(args.tree, progress=not args.no_progress, conform_runs=not args.no_conform)
     root = args.tree or Path(__file__).resolve().parent.parent
     hits = trace_lines(root.resolve()) if args.lines is not None else None
     try:
