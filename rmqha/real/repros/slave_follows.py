@@ -276,7 +276,8 @@ def play_round(lab: Lab, name: str, heal: bool) -> Round:
         ev.append(f"  the hold also covered {s2}'s registration answered at {lab_s(lab, in_hold[0]['t'])} "
                   f"(haServerAddr {in_hold[0]['ha']}): without it, that answer would have followed {n}'s registration")
     status = C.request(lab.spec.proxy_sock, {"op": "status"}, timeout=10)
-    live = [c for c in status.get("conns", []) if c.get("src") == s2 and str(c.get("route", "")).endswith(".ha")]
+    opened = {d.get("conn") for d in evs if d.get("ev") == "open"}  # a connection from before the cut may show
+    live = [c for c in status.get("conns", []) if c.get("conn") in opened]  # open: its close is held at the cut
     for c in live:
         ev.append(f"  proxy at the end: conn {c.get('conn')} {s2}->{c.get('route')} {c.get('state')}, "
                   f"{c.get('age_s', 0):.0f} s old, {c.get('up')} bytes up, {c.get('down')} down")
