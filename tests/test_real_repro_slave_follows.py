@@ -1,5 +1,5 @@
 """F-SLAVE-FOLLOWS-DEPOSED-MASTER's reproduction (``rmqha/real/repros/slave_follows.py``): its helpers on planted
-proxy lines, and (``-m slow``) the real run on RocketMQ 5.3.3."""
+proxy lines, and (``-m slow``) the real runs on RocketMQ 5.3.3 and 5.5.0 (both reproduce)."""
 
 from __future__ import annotations
 
@@ -91,6 +91,6 @@ def test_judge() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("version", "want"), [("5.3.3", "TBD")])
+@pytest.mark.parametrize(("version", "want"), [("5.3.3", REPRODUCED), ("5.5.0", REPRODUCED)])
 def test_real_slave_follows_repro(tmp_path: Path, version: str, want: str) -> None:
     check_repro("F-SLAVE-FOLLOWS-DEPOSED-MASTER", version, want, tmp_path / "run")

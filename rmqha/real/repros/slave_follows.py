@@ -176,9 +176,31 @@ class Round:
     data: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass
+class Cut:
+    """A round's faults in force: the partition (None once healed) and the holds not yet spent or lifted."""
+
+    pid: str | None
+    holds: dict[str, str]
+
+    def heal(self, lab: Lab) -> float:
+        if self.pid is not None:
+            lab.heal(self.pid)
+            self.pid = None
+        return wall_ms()
+
+    def undo(self, lab: Lab) -> None:
+        self.heal(lab)
+        for fid in self.holds.values():
+            if lab.proxy_acts(fid) == 0:
+                lab.lift(fid)
+        self.holds = {}
+
+
 def play_round(lab: Lab, name: str, heal: bool) -> Round:
     """One failover of the current master M with S2's registration answered first; ``heal``: M's cut is healed as
-    soon as S2 holds M's HA address (else kept for the whole window)."""
+    soon as S2 holds M's HA address (else kept for the whole window). Whatever happens, the round ends with the cut
+    healed and the holds lifted."""
     s = lab.whole(180)
     m = s.master
     assert m is not None and s.leader is not None
@@ -189,7 +211,16 @@ def play_round(lab: Lab, name: str, heal: bool) -> Round:
     holds = {b: lab.proxy_fault("delay-request", code="REGISTER_BROKER", ext={"brokerId": "0"}, count=1,
                                 ms=HOLD_MS, **{"from": b, "to": lab.spec.nameserver}) for b in slaves}
     t_cut = wall_ms()
-    pid = lab.partition([m], [ctl, *slaves])
+    cut = Cut(lab.partition([m], [ctl, *slaves]), holds)
+    try:
+        return _round(lab, name, heal, m, slaves, cut, t_cut, ev)
+    finally:
+        cut.undo(lab)
+
+
+def _round(lab: Lab, name: str, heal: bool, m: str, slaves: list[str], cut: Cut, t_cut: float,
+           ev: list[str]) -> Round:
+    holds = cut.holds
     el = lab.try_wait(lambda x: x.t0 > t_cut and x.master in slaves, 90)
     if el is None:
         return Round(name, INCONCLUSIVE, f"the controller did not elect another master within 90 s of {m}'s cut",
@@ -197,14 +228,13 @@ def play_round(lab: Lab, name: str, heal: bool) -> Round:
     n = el.master
     assert n is not None
     s2 = next(b for b in slaves if b != n)
-    lab.lift(holds[s2])
+    lab.lift(holds.pop(s2))
     ev.append(f"  elected {n} ({sss_text(lab, el)}), seen at {lab_s(lab, el.t)}; S2 = {s2}")
     end = time.monotonic() + 30
     while lab.proxy_acts(holds[n]) == 0 and time.monotonic() < end:
         time.sleep(0.2)
     held_act = next((d for d in proxy_lines(lab, "act", t_cut) if d.get("id") == holds[n]), None)
     if held_act is None:
-        lab.lift(holds[n])
         return Round(name, INCONCLUSIVE, f"{n}'s REGISTER_BROKER as master never reached the proxy within 30 s", ev)
     t_released = float(held_act["t"]) + HOLD_MS
     ev.append(f"  {lab_s(lab, float(held_act['t']))} {n}'s REGISTER_BROKER (brokerId 0) held {HOLD_MS} ms at the "
@@ -245,8 +275,7 @@ def play_round(lab: Lab, name: str, heal: bool) -> Round:
     ev.append(f"  {s2}'s store.log: {short(set_lines[0], 200)}")
     t_heal = None
     if heal:
-        lab.heal(pid)
-        t_heal = wall_ms()
+        t_heal = cut.heal(lab)
         ev.append(f"  {lab_s(lab, t_heal)} {m}'s cut healed")
     t0 = t_heal or first["t"]
     # the window: judged on state, bounded; a round ends early once S2 is back with the new master in the set
@@ -312,8 +341,6 @@ def play_round(lab: Lab, name: str, heal: bool) -> Round:
             "inSss": in_sss, "rightAnswerAt": lk.right_answer_at, "deposedConns": lk.deposed_conns,
             "window_s": round((t_end - t0) / 1000, 1), "orderOwn": first["t"] < float(held_act["t"]),
             "holdCovered": [a["t"] for a in in_hold]}
-    if not heal:
-        lab.heal(pid)
     if heal and lk.deposed_conns == 0 and verdict != REPRODUCED:
         return Round(name, INCONCLUSIVE, f"{s2} never connected to the deposed {m} after the heal (its next "
                                          "registration came first): the window was missed", ev, data)
@@ -334,8 +361,10 @@ def play_round(lab: Lab, name: str, heal: bool) -> Round:
            "but heals its cut as soon as S2 holds its HA address, and watches for 70 s from the heal",
        config={"broker": {"registerNameServerPeriod": REG_PERIOD_MS, "controllerHeartBeatTimeoutMills": 10000},
                "store": {"haSendHeartbeatInterval": 5000, "haHousekeepingInterval": HOUSEKEEPING_MS}},
-       expect={"5.3.3": "see docs/findings/F-SLAVE-FOLLOWS-DEPOSED-MASTER.md (On a real build)",
-               "5.4.0": "not run", "5.5.0": "see the finding's page"},
+       expect={"5.3.3": "present (AutoSwitchHAClient.updateHaMasterAddress stores the new address; nothing closes a "
+                        "connection to a deposed master that answers)",
+               "5.4.0": "not run",
+               "5.5.0": "present (as 5.3.3)"},
        minutes=7.0)
 def slave_follows(lab: Lab) -> Verdict:
     lab.whole(180)
