@@ -551,6 +551,34 @@ def test_drop_request_and_oneway(tmp_path):
     run(main())
 
 
+def test_frame_faults_match_the_request_header_ext_fields(tmp_path):
+    """``ext``: only requests whose extFields hold the named values (a REGISTER_BROKER as master: brokerId 0)."""
+
+    async def main() -> None:
+        async with RpcServer() as srv, proxied(tmp_path, [("b.remoting", "b", "remoting", srv.port)]) as h:
+            cli = await RpcClient.open(h.ports["b.remoting"])
+            reply = await h.ctl({"op": "drop-request", "code": "REGISTER_BROKER", "ext": {"brokerId": None}})
+            assert not reply["ok"] and "'ext'" in reply["error"]
+            f = await h.ok({"op": "drop-request", "id": "m", "code": "REGISTER_BROKER", "from": "a",
+                            "ext": {"brokerId": 0}, "count": 1})
+            assert f["fault"]["ext"] == {"brokerId": "0"}
+            await h.ok({"op": "drop-response", "id": "r", "code": "REGISTER_BROKER", "ext": {"brokerId": "2"}})
+            cli.send("REGISTER_BROKER", 1, ext_fields={"brokerId": "1", "brokerName": "x"})  # passes
+            cli.send("REGISTER_BROKER", 2)  # no extFields: passes
+            cli.send("REGISTER_BROKER", 3, ext_fields={"brokerId": "0"})  # dropped, the fault spent
+            cli.send("REGISTER_BROKER", 4, ext_fields={"brokerId": "0"})  # passes
+            cli.send("REGISTER_BROKER", 5, ext_fields={"brokerId": "2"})  # its response dropped
+            got = [await cli.recv() for _ in range(3)]
+            assert sorted(x.opaque for x in got if x is not None) == [1, 2, 4]
+            assert await cli.recv(0.3) is None
+            assert [fr.opaque for fr in srv.frames] == [1, 2, 4, 5]
+            cli.close()
+        act = [(e["id"], e["opaque"]) for e in h.lines() if e["k"] == "act"]
+        assert act == [("m", 3), ("r", 5)]
+
+    run(main())
+
+
 def test_delay_request_and_response_faults_match_requests_from_the_server_side(tmp_path):
     """Requests flow both ways on a remoting connection (a broker asks its client, e.g. CHECK_TRANSACTION_STATE):
     the requester is whoever sends the request, whichever side dialled."""

@@ -28,7 +28,9 @@ request)`` is the client. Ops (``id`` names a fault, generated when absent, repl
   ``delay-request`` (``"ms": D``), with ``"code"`` (a number, a ``remoting.REQUEST_CODES`` name, or null for
   any), ``"from"``/``"to"`` (nodes or null), ``"route"`` (a route name or null), ``"count"`` (how many frames
   to act on, then the fault is spent; null: no limit), ``"until_ms"`` (an absolute ``time.time()*1000``
-  deadline). ``from``/``to`` always name the direction the acted-on frame travels: for a response fault ``from``
+  deadline), ``"ext"`` (``{"name": "value", ...}``: only requests whose header's extFields hold each of these,
+  compared as strings, e.g. ``{"brokerId": "0"}``: a REGISTER_BROKER of a broker registering as master; null or
+  absent: any). ``from``/``to`` always name the direction the acted-on frame travels: for a response fault ``from``
   is the serving node and ``to`` the requesting one; for a request fault ``from`` is the requester. A response
   fault remembers the opaque of each matching request that passes while it is in force (oneway requests have no
   response and are never remembered) and acts on the response with that opaque coming back on that connection
@@ -256,11 +258,19 @@ class Fault:
     acted: int = 0
     bytes: int = 0
     claimed: Any = None  # the connection direction a one-shot cut-stream is armed on
+    ext: dict[str, str] | None = None  # frame faults: the request header's extFields it must hold (None: any)
     timer: asyncio.TimerHandle | None = field(default=None, repr=False)
 
     def matches(self, route: str, a: str, b: str) -> bool:
         return ((self.route is None or self.route == route) and (self.frm is None or self.frm == a)
                 and (self.to is None or self.to == b))
+
+    def ext_matches(self, frame: remoting.Frame) -> bool:
+        """A request frame holds every extFields entry the fault names (always, without ``ext``)."""
+        if not self.ext:
+            return True
+        have = frame.ext_fields
+        return all(k in have and str(have[k]) == v for k, v in self.ext.items())
 
     def view(self) -> dict[str, Any]:
         out = dict(self.spec)
@@ -890,7 +900,7 @@ class Proxy:
             return ("drop", 0.0) if f.op == "drop-response" else ("pass", f.ms)
         for f in list(self.faults.values()):
             if (f.op in ("drop-request", "delay-request") and (f.code is None or f.code == frame.code)
-                    and f.matches(route, d.a, d.b) and self._active(f)):
+                    and f.matches(route, d.a, d.b) and f.ext_matches(frame) and self._active(f)):
                 self._act(f, d, frame, oneway=frame.is_oneway)
                 if f.op == "drop-request":
                     return "drop", 0.0
@@ -901,7 +911,7 @@ class Proxy:
         if not frame.is_oneway:
             for f in list(self.faults.values()):
                 if (f.op in ("drop-response", "delay-response") and (f.code is None or f.code == frame.code)
-                        and f.matches(route, d.b, d.a) and self._active(f)):
+                        and f.matches(route, d.b, d.a) and f.ext_matches(frame) and self._active(f)):
                     aw = d.other.awaiting
                     if len(aw) >= MAX_AWAITING:
                         aw.pop(next(iter(aw)))
@@ -972,6 +982,14 @@ class Proxy:
                     raise ConfigError(f"{op}: 'count' must be at least 1 (or null)")
                 spec.update({"code": f.code, "name": None if f.code is None else remoting.code_name(f.code),
                              "count": f.count})
+                ext = req.get("ext")
+                if ext is not None:
+                    if (not isinstance(ext, dict) or not ext
+                            or not all(isinstance(k, str) and isinstance(v, str | int) and not isinstance(v, bool)
+                                       for k, v in ext.items())):
+                        raise ConfigError(f"{op}: 'ext' must map header field names to strings (or be null)")
+                    f.ext = {k: str(v) for k, v in ext.items()}
+                    spec["ext"] = dict(f.ext)
             if op in ("delay-response", "delay-request", "delay"):
                 f.ms = float(_number(req, "ms", required=True))
                 spec["ms"] = req["ms"]

@@ -12,6 +12,7 @@ from . import (
     ha_epoch,  # noqa: F401
     local_shrink,  # noqa: F401
     proposal_restart,  # noqa: F401
+    slave_follows,  # noqa: F401
     slave_sync,  # noqa: F401
     sss_proposals,  # noqa: F401
     truncated_tail,  # noqa: F401  (registers)
