@@ -116,9 +116,10 @@ class Campaign:
 
     # ----------------------------------------------------------------------------------------------- stages
     def simulate(self, profile: str, seeds: list[int], steps: int) -> dict[str, Any] | None:
+        from rmqha.models.campaign import run
+
         from rmqha.cli.common import apply_configs, bug_list
         from rmqha.cli.files import load_config
-        from rmqha.models.campaign import run
 
         names = bug_list([], ["all"])
         for seed in seeds:
