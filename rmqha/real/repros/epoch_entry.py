@@ -18,7 +18,8 @@ The Java it relies on (RocketMQ 5.3.3, ``store/.../ha/autoswitch``):
   ``EpochFileCache.truncateSuffixByOffset``, which drops every entry starting at or after it.
 
 The scenario (three brokers, ``allAckInSyncStateSet``, RocketMQ's default HA timings so that a new connection's
-first frame comes 5 s after the handshake and a stalled slave leaves the SyncStateSet after 15 s):
+first frame comes 5 s after the handshake and a stalled slave leaves the SyncStateSet after 15 s, and the brokers'
+10 s heartbeat timeout at the controller):
 
 1. 10 messages under the first master M's epoch (so that the next epoch starts past the last entry's start).
 2. Before M is killed, each slave T's HA listener gets a one-shot cut of its stream to the other slave, after the
@@ -30,11 +31,16 @@ first frame comes 5 s after the handshake and a stalled slave leaves the SyncSta
 3. S's second handshake (its store log: "local epoch entries is ...", "truncateOffset is X") and its epoch cache
    afterwards (admin ``getBrokerEpochCache``): does (e, X) survive?
 4. 20 sends, each acknowledged only with S's ack (the SyncStateSet is {T, S}); S's epoch cache after it holds them.
-5. S's HA stream cut again (the next bytes T sends it); at S's next handshake, its store log's truncateOffset
-   against its max offset: are epoch e's acknowledged messages truncated while S is in the SyncStateSet? Then T is
-   SIGKILLed at once (before S's first report on the new connection, 5 s after its handshake, lets T refill it):
-   the controller elects from the SyncStateSet; what the new master's log and a consumer hold of the acknowledged
-   messages (SYNC-NO-ACK-LOSS).
+5. T cut from the controller at the proxy, both ways, then S's HA connection closed at once (the proxy's
+   ``cut-stream`` with ``now``): on 5.3.3 ``AutoSwitchHAService.removeConnection`` drops a closed connection's slave
+   from the SyncStateSet and asks the controller at once, so without the partition the controller's set loses S
+   before its next handshake (the page's schedule has the same partition: the shrink must not reach the
+   controller). At S's next handshake, 5 s later (``closeMasterAndWait``), its store log's truncateOffset against
+   its max offset: are epoch e's acknowledged messages truncated while S is in the controller's SyncStateSet? Then
+   T is SIGKILLed at once (before S's first report on the new connection, 5 s after its handshake, lets T refill
+   it); the controller, without T's heartbeats for 10 s (RocketMQ's default timeout; the kit's 3 s would elect S
+   before its handshake), elects from the SyncStateSet; what the new master's log and a consumer hold of the
+   acknowledged messages (SYNC-NO-ACK-LOSS).
 """
 
 from __future__ import annotations
@@ -99,15 +105,18 @@ def in_sss(lab: Lab, s: Snapshot, node: str) -> bool:
              "acknowledged messages while in the SyncStateSet",
        invariant="SYNC-SSS-HOLDS-ACKED (and SYNC-NO-ACK-LOSS once the truncated member is elected)",
        how="nameserver, controller c0, three brokers, allAckInSyncStateSet=true, RocketMQ's default HA timings "
-           "(haSendHeartbeatInterval 5 s, haHousekeepingInterval 20 s, haMaxTimeSlaveNotCatchup 15 s); 10 messages "
+           "(haSendHeartbeatInterval 5 s, haHousekeepingInterval 20 s, haMaxTimeSlaveNotCatchup 15 s) and broker "
+           "heartbeat timeout at the controller (10 s); 10 messages "
            "under the first master M's epoch; each slave's HA listener is armed at the proxy to close (FIN) its "
            "stream to the other slave after its handshake and one 36-byte TRANSFER header; M is SIGKILLed (and left "
            "dead) with the producer idle, the controller elects T, whose first frame to the other slave S is an "
            "empty heartbeat of the new epoch e, and the stream closes right after it; S reconnects; its handshake "
            "and epoch cache are read (store log, admin getBrokerEpochCache); 20 messages are sent, acknowledged with "
-           "S's ack; S's HA stream is cut again at the proxy; at S's next handshake (store log: truncateOffset) T is "
+           "S's ack; T is cut from the controller at the proxy (both ways: its SyncStateSet shrink cannot reach "
+           "it) and S's HA connection closed at once; at S's next handshake (store log: truncateOffset) T is "
            "SIGKILLed; the controller elects from the SyncStateSet; the new master's log and a consumer are read",
-       config={"store": {"haSendHeartbeatInterval": 5000, "haHousekeepingInterval": 20000,
+       config={"broker": {"controllerHeartBeatTimeoutMills": 10000},
+               "store": {"haSendHeartbeatInterval": 5000, "haHousekeepingInterval": 20000,
                          "haMaxTimeSlaveNotCatchup": 15000}},
        expect={"5.3.3": "present (currentReceivedEpoch is reset only by AutoSwitchHAClient.init; doTruncate's "
                         "truncateSuffixByOffset drops an entry starting at the consistent point)",
@@ -233,16 +242,19 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     if epoch_entry(sl_epochs2, e) is not None:
         return Verdict(NOT_REPRODUCED, evidence, f"{sl} recorded epoch {e} when its bytes came", data)
 
-    # 5. S's HA stream cut again: its next handshake, T killed right then, the election
+    # 5. T cut from the controller (its shrink of the SyncStateSet cannot reach it), S's HA stream closed at once:
+    # S's next handshake, T killed right then, the election
     w_third = LogWatch(lab, sl, HANDSHAKE_LINES)
-    cut2 = lab.proxy_fault("cut-stream", route=f"{t}.ha", after_bytes=0, **{"from": t, "to": sl})
-    poll(lambda: act_line(ev, cut2), 30, f"{t}'s next bytes to {sl} and the cut")
+    lab.partition([t], list(lab.spec.controllers))
+    cut2 = lab.proxy_fault("cut-stream", route=f"{t}.ha", after_bytes=0, now=True, **{"from": t, "to": sl})
+    poll(lambda: act_line(ev, cut2), 30, f"the cut of {t}'s HA connection to {sl}")
     third = poll(lambda: [h for h in handshakes(w_third.new()) if h["truncate"] is not None], 60,
                  f"{sl}'s handshake after the second cut")[0]
     before_kill = lab.snap()
     truncated = third["truncate"] is not None and 0 <= third["truncate"] < y_end
     sss_at = lab.sss_nodes(before_kill)
-    evidence.append(f"{sl}'s HA stream cut again; its handshake: " + " | ".join(short(x, 170)
+    evidence.append(f"{t} cut from the controller at the proxy, then {sl}'s HA connection closed; {sl}'s next "
+                    "handshake: " + " | ".join(short(x, 170)
                                                                            for x in third["lines"][1:]))
     evidence.append(f"the controller's SyncStateSet at that handshake (admin snapshot of "
                     f"t={(before_kill.t0 - lab.spec.created_ms) / 1000:.1f} s): {sss_at}")
