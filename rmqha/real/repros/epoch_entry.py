@@ -59,6 +59,7 @@ HANDSHAKE_HEADER = 20  # AutoSwitchHAConnection.HANDSHAKE_HEADER_SIZE: state, bo
 EPOCH_ENTRY = 12  # AutoSwitchHAConnection.EPOCH_ENTRY_SIZE: epoch, start offset
 TRANSFER_HEADER = 36  # AutoSwitchHAConnection.TRANSFER_HEADER_SIZE: + epoch start offset, confirm offset
 ENTRY = re.compile(r"epoch=(\d+), startOffset=(\d+)")  # EpochEntry.toString
+END = re.compile(r"endOffset=(-?\d+)")
 TRUNCATE = re.compile(r"truncateOffset is (-?\d+)")
 HANDSHAKE_LINES = r"Receive handshake, masterMaxPosition|local epoch entries is|truncateOffset is|Truncate slave log to"
 
@@ -75,17 +76,20 @@ def first_frame_bytes(entries_after_election: int) -> int:
 
 
 def handshakes(lines: list[str]) -> list[dict[str, Any]]:
-    """S's handshakes in order, from ``HANDSHAKE_LINES``: the master's entries, the local entries, the consistent
-    point."""
+    """S's handshakes in order, from ``HANDSHAKE_LINES``: the master's entries, the local entries and the local
+    log end (``doTruncate`` logs the local cache with its last entry ending at the slave's max offset), the
+    consistent point."""
     out: list[dict[str, Any]] = []
     for x in lines:
         if "Receive handshake" in x:
             m = re.search(r"masterMaxPosition (-?\d+)", x)
             out.append({"master_max": int(m.group(1)) if m else None, "master": entries(x), "local": None,
-                        "truncate": None, "lines": [x]})
+                        "local_end": None, "truncate": None, "lines": [x]})
         elif out:
             if "local epoch entries is" in x:
                 out[-1]["local"] = entries(x)
+                ends = END.findall(x)  # the last entry's end: the slave's max offset (setLastEpochEntryEndOffset)
+                out[-1]["local_end"] = int(ends[-1]) if ends else None
             elif (t := TRUNCATE.search(x)) is not None:
                 out[-1]["truncate"] = int(t.group(1))
             out[-1]["lines"].append(x)
@@ -228,8 +232,12 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     # 4. sends acknowledged with S's ack, appended under the previous epoch
     sends = lab.produce(TOPIC, 20, "e1-", interval_ms=50, timeout_ms=10_000)
     acked = [str(r.get("key")) for r in sends if r.get("status") == "SEND_OK"]
-    held = lab.try_wait(lambda x: x.brokers.get(sl) is not None and x.brokers[sl].ok and x.brokers.get(t) is not None
-                        and x.brokers[t].ok and max_of(x, sl) == max_of(x, t) > x_start, 60)
+    held: Snapshot | None = None
+    end = time.monotonic() + 60
+    while held is None and time.monotonic() < end:  # snapshots taken after the sends, not during them
+        x = fresh_ok(lab, [t, sl])
+        if max_of(x, sl) == max_of(x, t) > x_start:
+            held = x
     if not acked or held is None:
         statuses = [r.get("status") for r in sends][:5]
         return Verdict(INCONCLUSIVE, [*evidence, f"sends: {len(acked)} of {len(sends)} SEND_OK; {statuses}"],
@@ -251,7 +259,8 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     third = poll(lambda: [h for h in handshakes(w_third.new()) if h["truncate"] is not None], 60,
                  f"{sl}'s handshake after the second cut")[0]
     before_kill = lab.snap()
-    truncated = third["truncate"] is not None and 0 <= third["truncate"] < y_end
+    local_end = third["local_end"] if third["local_end"] is not None else y_end
+    truncated = third["truncate"] is not None and 0 <= third["truncate"] < local_end
     sss_at = lab.sss_nodes(before_kill)
     evidence.append(f"{t} cut from the controller at the proxy, then {sl}'s HA connection closed; {sl}'s next "
                     "handshake: " + " | ".join(short(x, 170)
@@ -261,12 +270,12 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     data.update({"thirdHandshake": {k: v for k, v in third.items() if k != "lines"}, "sssAtTruncate": sss_at})
     if not truncated:
         return Verdict(NOT_REPRODUCED, evidence, f"{sl}'s next handshake kept its log (truncateOffset "
-                       f"{third['truncate']}, its end {y_end})", data)
+                       f"{third['truncate']}, its end {local_end})", data)
     if sl not in sss_at:
-        return Verdict(INCONCLUSIVE, evidence, f"{sl} truncated {y_end} -> {third['truncate']} but had left the "
-                       f"SyncStateSet ({sss_at}) before its handshake", data)
+        return Verdict(INCONCLUSIVE, evidence, f"{sl} truncated {local_end} -> {third['truncate']} but had left "
+                       f"the SyncStateSet ({sss_at}) before its handshake", data)
     lab.kill(t, "right at the truncating handshake, before the slave's first report refills it")
-    lab.note(f"{t} SIGKILLed; {sl} truncated {y_end} -> {third['truncate']} at its handshake")
+    lab.note(f"{t} SIGKILLed; {sl} truncated {local_end} -> {third['truncate']} at its handshake")
     follows: list[str] = []
     lost_keys: list[str] = []
     try:
@@ -296,8 +305,8 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     evidence.append(f"{sl}'s epochFileCheckpoint at the end: {fmt_epochs(ef.pairs()) if ef else '(none)'}")
     why = (f"{sl} recorded ({e}, {x_start}) from {t}'s empty first frame, lost it at the reconnect's handshake "
            f"(truncateSuffixByOffset({x_start})), appended epoch {e}'s {len(acked)} acknowledged messages under "
-           f"{fmt_epochs(sl_epochs2)}, and its next handshake truncated {y_end} -> {third['truncate']} while in the "
-           f"SyncStateSet {sss_at}")
+           f"{fmt_epochs(sl_epochs2)}, and its next handshake truncated {local_end} -> {third['truncate']} while in "
+           f"the SyncStateSet {sss_at}")
     if lost_keys:
         why += f"; elected after {t}'s kill, it lacks {len(lost_keys)} acknowledged messages"
     return Verdict(REPRODUCED, evidence, why, data)
