@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..lab import Lab, LabError
@@ -104,6 +105,19 @@ def in_sss(lab: Lab, s: Snapshot, node: str) -> bool:
     return node in lab.sss_nodes(s)
 
 
+def until_fresh(lab: Lab, nodes: list[str], pred: Callable[[Snapshot], bool], timeout: float,
+                what: str) -> Snapshot:
+    """The first snapshot taken after this call (``fresh_ok``: ``nodes`` answering) that passes ``pred``: the
+    observer's queue may still hold snapshots from before a step that has just ended (a batch of sends)."""
+    end = time.monotonic() + timeout
+    while True:
+        x = fresh_ok(lab, nodes, timeout=max(30.0, end - time.monotonic()))
+        if pred(x):
+            return x
+        if time.monotonic() >= end:
+            raise LabError(f"waited {timeout:.0f} s for {what}")
+
+
 @repro("F-EPOCH-ENTRY-LOST-ON-RECONNECT",
        title="A slave that reconnects at an epoch's start loses the epoch's entry, then truncates the epoch's "
              "acknowledged messages while in the SyncStateSet",
@@ -137,10 +151,9 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     e1 = s.leader.master_epoch or 0
     lab.create_topic(TOPIC, 1)
     r0 = lab.produce(TOPIC, 10, "e0-", interval_ms=20)
-    pre = lab.wait(lambda x: all(x.brokers.get(b) is not None and x.brokers[b].ok for b in lab.spec.brokers)
-                   and len({max_of(x, b) for b in lab.spec.brokers}) == 1 and max_of(x, m) > 0
-                   and all(epochs_of(x, b) == epochs_of(x, m) for b in slaves), 60,
-                   "every broker at the master's log end with its epoch entries")
+    pre = until_fresh(lab, lab.spec.brokers, lambda x: len({max_of(x, b) for b in lab.spec.brokers}) == 1
+                      and max_of(x, m) > 0 and all(epochs_of(x, b) == epochs_of(x, m) for b in slaves), 60,
+                      "every broker at the master's log end with its epoch entries")
     m_epochs = epochs_of(pre, m)
     x_end = max_of(pre, m)
     if not m_epochs or m_epochs[-1][1] >= x_end:
@@ -196,11 +209,10 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     second = poll(lambda: [h for h in handshakes(w_after.new()) if h["truncate"] is not None], 60,
                   f"{sl}'s handshake after the cut")[0]
     recorded = (e, x_start) in (second["local"] or [])
-    settled = lab.wait(lambda x: x.leader is not None and x.leader.master == t and in_sss(lab, x, sl)
-                       and x.brokers.get(sl) is not None and x.brokers[sl].ok, 60,
-                       f"{sl} back in {t}'s SyncStateSet")
+    settled = until_fresh(lab, [t, sl], lambda x: x.leader is not None and x.leader.master == t
+                          and in_sss(lab, x, sl), 60, f"{sl} back in {t}'s SyncStateSet")
     time.sleep(7.0)  # one more heartbeat period (5 s) and a report: a frame that would re-record e has come
-    after = fresh_ok(lab, [t, sl])
+    after = until_fresh(lab, [t, sl], lambda x: in_sss(lab, x, sl), 30, f"{sl} still in the SyncStateSet")
     sl_epochs = epochs_of(after, sl)
     lost = epoch_entry(sl_epochs, e) is None
     lab.note(f"{sl}'s second handshake: local entries {second['local']}, truncateOffset {second['truncate']}; "
@@ -233,11 +245,11 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     sends = lab.produce(TOPIC, 20, "e1-", interval_ms=50, timeout_ms=10_000)
     acked = [str(r.get("key")) for r in sends if r.get("status") == "SEND_OK"]
     held: Snapshot | None = None
-    end = time.monotonic() + 60
-    while held is None and time.monotonic() < end:  # snapshots taken after the sends, not during them
-        x = fresh_ok(lab, [t, sl])
-        if max_of(x, sl) == max_of(x, t) > x_start:
-            held = x
+    try:
+        held = until_fresh(lab, [t, sl], lambda x: max_of(x, sl) == max_of(x, t) > x_start, 60,
+                           f"{sl} at {t}'s end")
+    except LabError:
+        pass
     if not acked or held is None:
         statuses = [r.get("status") for r in sends][:5]
         return Verdict(INCONCLUSIVE, [*evidence, f"sends: {len(acked)} of {len(sends)} SEND_OK; {statuses}"],
