@@ -138,10 +138,10 @@ def until_fresh(lab: Lab, nodes: list[str], pred: Callable[[Snapshot], bool], ti
                          "haMaxTimeSlaveNotCatchup": 15000}},
        expect={"5.3.3": "present (currentReceivedEpoch is reset only by AutoSwitchHAClient.init; doTruncate's "
                         "truncateSuffixByOffset drops an entry starting at the consistent point)",
-               "5.4.0": "not known (doTruncate keeps the epoch cache when the consistent point is the slave's end: "
-                        "M-NO-COMMON-EPOCH's fix, presumably apache/rocketmq#9942)",
-               "5.5.0": "not known (as 5.4.0)"},
-       minutes=4.0)
+               "5.4.0": "fixed (doTruncate truncates the epoch cache only below the slave's max offset, so the "
+                        "reconnect keeps (e, X): M-NO-COMMON-EPOCH's fix, presumably apache/rocketmq#9942)",
+               "5.5.0": "fixed (as 5.4.0)"},
+       minutes=3.0)
 def epoch_entry_lost(lab: Lab) -> Verdict:
     ev = ProxyEvents(lab)
     s = lab.whole()
