@@ -779,6 +779,39 @@ def test_cut_stream_after_exactly_n_bytes(tmp_path):
     run(main())
 
 
+def test_cut_stream_now_closes_an_idle_open_connection(tmp_path):
+    async def main() -> None:
+        async with byte_server() as (port, conns), proxied(tmp_path, [("b1.ha", "b", "ha", port)]) as h:
+            # nothing armed: a "now" cut with no open connection waits for the next one that carries bytes
+            r0, w0 = await asyncio.open_connection("127.0.0.1", h.ports["b1.ha"], local_addr=("127.0.0.2", 0))
+            w0.write(b"x" * 10)
+            assert await _eventually(lambda: bool(conns) and len(conns[-1].got) == 10)
+            await h.ok({"op": "cut-stream", "id": "n1", "route": "b1.ha", "from": "a", "to": "b", "after_bytes": 0,
+                        "now": True})
+            # the idle connection is closed at once, no byte having flowed since
+            assert await asyncio.wait_for(conns[-1].ended, 5) == "rst"
+            with pytest.raises(ConnectionResetError):
+                await asyncio.wait_for(r0.read(), 5)
+            w0.close()
+            assert "n1" not in {f["id"] for f in (await h.ok({"op": "status"}))["faults"]}  # one-shot: spent
+            bad = await h.ctl({"op": "cut-stream", "route": "b1.ha", "after_bytes": 5, "now": True})
+            assert bad["ok"] is False and "after_bytes" in bad["error"]
+            # nothing open: armed as a plain cut of the next connection
+            await h.ok({"op": "cut-stream", "id": "n2", "route": "b1.ha", "from": "a", "to": "b", "after_bytes": 0,
+                        "now": True, "rst": False})
+            assert "n2" in {f["id"] for f in (await h.ok({"op": "status"}))["faults"]}
+            r1, w1 = await asyncio.open_connection("127.0.0.1", h.ports["b1.ha"], local_addr=("127.0.0.2", 0))
+            w1.write(b"y" * 3)
+            assert await asyncio.wait_for(r1.read(), 5) == b""
+            w1.close()
+        cuts = [(e["id"], e["bytes"], e.get("now", False)) for e in h.lines() if e["k"] == "act"]
+        assert cuts == [("n1", 0, True), ("n2", 0, False)]
+        closes = [e["why"] for e in h.lines() if e["k"] == "conn" and e["ev"] == "close"]
+        assert closes == ["cut:n1", "cut:n2"]
+
+    run(main())
+
+
 def test_delay_every_chunk_keeps_order(tmp_path):
     async def main() -> None:
         async with byte_server(echo=True) as (port, conns), proxied(tmp_path, [("x.raw", "b", "raw", port)]) as h:

@@ -38,12 +38,15 @@ request)`` is the client. Ops (``id`` names a fault, generated when absent, repl
   either way on a connection (a broker asks its client too); the requester is whoever sends it. A delayed frame
   is held D ms from its arrival at the proxy and every later frame on that connection in that direction waits
   behind it: order is kept, as one TCP stream would keep it (head-of-line blocking).
-* ``{"op": "cut-stream", "id", "route", "from", "to", "after_bytes": N, "every": false, "rst": true}``: the
-  first connection direction matching (route, from -> to) that carries bytes after the fault is applied (an open
-  connection or a later one) forwards N more bytes that way, then both sides are closed: with an RST (``SO_LINGER
-  0``) once the N bytes are acknowledged by the receiver's kernel (at most ``CUT_FLUSH_S``), or with a FIN if
-  ``"rst": false``. With ``"every": true`` each matching connection is cut this way, until the fault is lifted.
-  Bytes only: the cut may fall inside a frame (meant for ``ha`` routes; works on any).
+* ``{"op": "cut-stream", "id", "route", "from", "to", "after_bytes": N, "every": false, "rst": true,
+  "now": false}``: the first connection direction matching (route, from -> to) that carries bytes after the
+  fault is applied (an open connection or a later one) forwards N more bytes that way, then both sides are closed:
+  with an RST (``SO_LINGER 0``) once the N bytes are acknowledged by the receiver's kernel (at most
+  ``CUT_FLUSH_S``), or with a FIN if ``"rst": false``. With ``"every": true`` each matching connection is cut this
+  way, until the fault is lifted. Bytes only: the cut may fall inside a frame (meant for ``ha`` routes; works on
+  any). With ``"now": true`` a matching connection already open is closed at once, whether bytes flow or not
+  (``after_bytes`` must be 0): the first one found (every one with ``"every": true``); if none is open the fault
+  waits for one as above.
 * ``{"op": "delay", "id", "from", "to", "route", "ms": D}``: every chunk from ``from`` to ``to`` is held D ms
   (order kept; overlapping delays: the longest counts).
 * ``{"op": "lift", "id"}`` lifts any one fault; ``{"op": "clear"}`` lifts everything; ``{"op": "status"}`` lists
@@ -255,6 +258,7 @@ class Fault:
     after_bytes: int = 0
     every: bool = False
     rst: bool = True
+    now: bool = False  # cut-stream: close the matching open connections at once
     acted: int = 0
     bytes: int = 0
     claimed: Any = None  # the connection direction a one-shot cut-stream is armed on
@@ -998,6 +1002,11 @@ class Proxy:
                 f.every = bool(req.get("every", False))
                 f.rst = bool(req.get("rst", True))
                 spec.update({"after_bytes": f.after_bytes, "every": f.every, "rst": f.rst})
+                if req.get("now"):
+                    if f.after_bytes != 0:
+                        raise ConfigError("cut-stream: 'now' cuts at once: 'after_bytes' must be 0")
+                    f.now = True
+                    spec["now"] = True
         spec["until_ms"] = until
         return f
 
@@ -1013,6 +1022,26 @@ class Proxy:
             f.timer = loop.call_later(delay, self._expire, f)
         if f.op == "partition":
             self._relink()
+        if f.op == "cut-stream" and f.now:
+            self._cut_open(f)
+
+    def _cut_open(self, f: Fault) -> None:
+        """``cut-stream`` with ``now``: close the open connections whose direction matches, at once (one, or every
+        one with ``every``); a one-shot fault that cut one is spent."""
+        for conn in list(self.conns.values()):
+            if conn.state != "open":
+                continue
+            d = next((x for x in conn.dirs() if f.matches(conn.route.name, x.a, x.b)), None)
+            if d is None:
+                continue
+            f.acted += 1
+            self.route_stats[conn.route.name]["cuts"] += 1
+            self.events.write("act", id=f.id, op="cut-stream", route=conn.route.name, conn=conn.id,
+                              **{"from": d.a, "to": d.b}, bytes=0, total=d.bytes_out, rst=f.rst, now=True)
+            conn.finish(f"cut:{f.id}", mode="rst" if f.rst else "close")
+            if not f.every:
+                self.lift(f.id, "spent")
+                return
 
     def _expire(self, f: Fault) -> None:
         if self.faults.get(f.id) is f:

@@ -8,6 +8,7 @@ from ..repro import REPROS
 from . import (
     confirm_offset,  # noqa: F401
     dledger_validation,  # noqa: F401
+    epoch_entry,  # noqa: F401
     epoch_restart,  # noqa: F401
     ha_epoch,  # noqa: F401
     local_shrink,  # noqa: F401
