@@ -415,7 +415,10 @@ BUGS: dict[str, Bug] = {
             "The controller fences the alterSyncStateSet of a master process older than the master's latest "
             "registration: it keeps, per broker id, the process incarnation its latest REGISTER_BROKER_TO_CONTROLLER "
             "came from (in the kit, the connection: one per process), and answers a request of an earlier one with "
-            "CONTROLLER_FENCED_MASTER_EPOCH.", kind="fix"),
+            "CONTROLLER_FENCED_MASTER_EPOCH. A request of a later one passes (the master reconnected, or registered "
+            "with another controller of the group: fencing every other connection froze the SyncStateSet of a "
+            "master whose registration an earlier leader had seen, fidelity seed 30, LIVE-SSS-CATCHUP).",
+            kind="fix"),
         Bug(FIX_NEW_CONNECTION_RECORDS_EPOCH, "SYNC-CONFIRM-BOUND",
             "AutoSwitchHAClient.closeMaster / HAClientReader.processReadResult (currentReceivedEpoch)",
             "finding F-EPOCH-ENTRY-LOST-ON-RECONNECT (docs/findings)",

@@ -8,6 +8,7 @@ import json
 
 import pytest
 from rmqha.impl import bugs as B
+from rmqha.impl.controller.node import _connection_number
 from rmqha.impl.rng import DetRng
 from rmqha.impl.sim.actions import ADVERSARIAL_KINDS, DEFAULT_WEIGHTS, FAULT_KINDS, GUARD_KINDS, Action
 from rmqha.impl.sim.config import config_from_dict, default_config
@@ -217,3 +218,15 @@ def test_the_generator_draws_each_kind_at_the_guards_with_its_variants():
     assert seen["ha-stale-tail"] == {"ha-stale", "break-ha", "crash", "restart"}
     assert seen["crash-role-change"] == {"crash-at", "admin-elect", "restart"}
     assert seen["ha-replay"] == {"ha-fault", "break-ha"} and seen["rpc-replay"] == {"rpc-replay"}
+
+
+def test_the_incarnation_fence_lets_a_master_on_a_newer_connection_through():
+    """fix-fence-old-incarnation fences a request on a connection *older* than the master's latest registration,
+    not every other one: in a three-controller group a leader that saw only the master's earlier registration
+    (the later one went to a controller that then crashed) must still take the restarted master's proposals.
+    Fencing every other connection froze that master's SyncStateSet for good (fidelity seed 30, --fix all:
+    LIVE-SSS-CATCHUP, every alterSyncStateSet answered CONTROLLER_FENCED_MASTER_EPOCH)."""
+    cfg = config_from_dict({"sim": {"progress": True}}, default_config("fidelity"))
+    r = run(cfg, 30, 20_000, bugs=sorted(B.FIXES_ALL), record=False)
+    assert r.violation is None, r.violation
+    assert [_connection_number(c) for c in ("b1#0", "b1#12", "b1")] == [0, 12, -1]  # sender#n, as both drivers name

@@ -424,7 +424,12 @@ class ControllerNode(Actor):
 
     def _fenced_incarnation(self, cmd: Command) -> bool:
         """fix-fence-old-incarnation: note the connection a registration comes on; fence an alterSyncStateSet that
-        comes on another (an earlier process of the master: a request its dead process left in flight)."""
+        comes on an *older* one (an earlier process of the master: a request its dead process left in flight).
+
+        Connections are named ``sender#n``, ``n`` growing with each new connection (the simulator: the sender's
+        process incarnation; ``rmqha cluster``: the host's accept count), so older is a smaller ``n``. A request on
+        a newer connection than the registration this controller saw passes: the master reconnected, or registered
+        with another controller of the group (this record is the node's own memory, not replicated state)."""
         h = cmd.header
         if self._channel is None:
             return False
@@ -433,7 +438,7 @@ class ControllerNode(Actor):
             return False
         if cmd.code == RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET and h.get("masterBrokerId") is not None:
             known = self.registered_on.get((h["brokerName"], int(h["masterBrokerId"])))
-            return known is not None and known != self._channel
+            return known is not None and _connection_number(self._channel) < _connection_number(known)
         return False
 
     def _process(self, src: str, cmd: Command, fut: Future) -> Job:
@@ -684,3 +689,9 @@ class ControllerNode(Actor):
             if self._alive(group["cluster"], group["brokerName"], int(bid)) and addr:
                 self.send(addr.split(":")[0], Command(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, 0, dict(header),
                                                       dict(sss), oneway=True))
+
+
+def _connection_number(channel: str) -> int:
+    """The ``n`` of a connection named ``sender#n`` (-1 when it names none: a driver with one per sender)."""
+    _, _, n = channel.rpartition("#")
+    return int(n) if n.isdigit() else -1
