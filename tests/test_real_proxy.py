@@ -672,6 +672,74 @@ def test_partition_holds_then_delivers_after_heal(tmp_path, monkeypatch):
     run(main())
 
 
+def test_hold_conn_holds_an_open_connection_from_its_trigger_and_releases_bytes_then_close(tmp_path):
+    """``hold-conn``: the connection open at the apply is held from its first request of the code on (its close
+    too), a new connection from the same node passes, and the release delivers the held frames, then a FIN."""
+
+    async def main() -> None:
+        async with RpcServer() as srv, proxied(tmp_path, [("b.remoting", "b", "remoting", srv.port)]) as h:
+            reply = await h.ctl({"op": "hold-conn", "id": "h", "from": "a", "to": "b"})
+            assert not reply["ok"] and "no open connection" in reply["error"]
+            old = await RpcClient.open(h.ports["b.remoting"])
+            old.send("BROKER_HEARTBEAT", 1, oneway=True)
+            assert await _eventually(lambda: len(srv.frames) == 1)
+            reply = await h.ctl({"op": "hold-conn", "from": "a", "to": "b", "count": 1})
+            assert not reply["ok"] and "'count'" in reply["error"]
+            f = await h.ok({"op": "hold-conn", "id": "h", "from": "a", "to": "b",
+                            "code": "CONTROLLER_ALTER_SYNC_STATE_SET", "ext": {"masterEpoch": 1}})
+            assert f["fault"]["conns"] and f["fault"]["name"] == "CONTROLLER_ALTER_SYNC_STATE_SET"
+            old.send("BROKER_HEARTBEAT", 2, oneway=True)  # before the trigger: passes
+            old.send("CONTROLLER_ALTER_SYNC_STATE_SET", 3, ext_fields={"masterEpoch": "2"})  # not the ext: passes
+            assert (r := await old.recv()) is not None and r.opaque == 3
+            old.send("CONTROLLER_ALTER_SYNC_STATE_SET", 4, ext_fields={"masterEpoch": "1"}, body=b'{"s":[1,2]}')
+            old.send("BROKER_HEARTBEAT", 5, oneway=True)  # behind the trigger: held
+            assert await old.recv(0.3) is None
+            assert [x.opaque for x in srv.frames] == [1, 2, 3]
+            old.writer.transport.abort()  # the sender dies (an RST to the proxy): its close is held too
+            new = await RpcClient.open(h.ports["b.remoting"])  # a new connection of the same node passes
+            new.send("CONTROLLER_REGISTER_BROKER", 6)
+            assert (r := await new.recv()) is not None and r.opaque == 6
+            await asyncio.sleep(0.2)
+            st_ = await h.ok({"op": "status"})
+            held = [c for c in st_["conns"] if c["conn"] in f["fault"]["conns"]]
+            assert held and held[0]["held_up"] > 0  # the old connection is still open towards b
+            assert [x.opaque for x in srv.frames] == [1, 2, 3, 6]
+            await h.ok({"op": "lift", "id": "h"})
+            assert await _eventually(lambda: [x.opaque for x in srv.frames] == [1, 2, 3, 6, 4, 5])
+            new.close()
+        ev = h.lines()
+        acts = [e for e in ev if e["k"] == "act" and e["id"] == "h"]
+        assert [(e.get("opaque"), e.get("first", False)) for e in acts if e.get("held")] == [(4, True), (5, False)]
+        assert acts[0]["name"] == "CONTROLLER_ALTER_SYNC_STATE_SET" and acts[0]["body"] == {"s": [1, 2]}
+        rel = [e for e in acts if e.get("released")]
+        assert len(rel) == 1 and rel[0]["frames"] == 2 and rel[0]["close"] and rel[0]["bytes"] > 0
+        closes = [e for e in ev if e["k"] == "conn" and e["ev"] == "close" and e["conn"] in f["fault"]["conns"]]
+        assert [e["why"] for e in closes] == ["released:h"]
+        assert [(e["ev"], e.get("why")) for e in ev if e["k"] == "fault" and e["id"] == "h"] == [
+            ("apply", None), ("lift", "lift")]
+
+    run(main())
+
+
+def test_hold_conn_without_code_holds_bytes_from_now_and_sends_a_fin(tmp_path):
+    async def main() -> None:
+        async with byte_server() as (port, conns), proxied(tmp_path, [("b.ha", "b", "ha", port)]) as h:
+            s = socket.create_connection(("127.0.0.1", h.ports["b.ha"]), 5, ("127.0.0.2", 0))
+            s.sendall(b"before")
+            assert await _eventually(lambda: bool(conns) and conns[0].got == b"before")
+            await h.ok({"op": "hold-conn", "id": "h", "from": "a", "to": "b", "route": "b.ha"})
+            s.sendall(b"held")
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # an RST
+            await asyncio.sleep(0.3)
+            assert conns[0].got == b"before" and not conns[0].ended.done()
+            await h.ok({"op": "clear"})
+            assert await asyncio.wait_for(conns[0].ended, 3) == "eof"
+            assert conns[0].got == b"beforeheld"
+
+    run(main())
+
+
 def test_one_way_partition(tmp_path):
     async def main() -> None:
         async with RpcServer() as srv, proxied(tmp_path, [("b.remoting", "b", "remoting", srv.port)]) as h:
