@@ -237,17 +237,16 @@ def proposal_after_restart(lab: Lab) -> Verdict:
     ev.append(f"{lab_s(lab, t_prop)} {m}'s proposal held at the proxy: conn {held.get('conn')} opaque "
               f"{held.get('opaque')} header {held.get('ext')} body {held.get('body')}; {sl} cut from {m} again and "
               f"{m} SIGKILLed {(t_kill - t_prop) / 1000:.2f} s later")
+    lifted: list[str] = []
     try:
-        return _after_kill(lab, ev, m, sl, ctl, mid, sid, me0, fid, held, t_prop, t_kill, cut2)
+        return _after_kill(lab, ev, m, sl, ctl, mid, sid, me0, fid, held, t_prop, t_kill, cut2, lifted)
     finally:
-        try:
+        if not lifted:  # a precondition failed before the release: nothing stays held
             lab.lift(fid)
-        except Exception:  # already lifted
-            pass
 
 
 def _after_kill(lab: Lab, ev: list[str], m: str, sl: str, ctl: str, mid: int, sid: int, me0: int | None, fid: str,
-                held: dict[str, Any], t_prop: float, t_kill: float, cut2: str) -> Verdict:
+                held: dict[str, Any], t_prop: float, t_kill: float, cut2: str, lifted: list[str]) -> Verdict:
     lab.restart(m)
     t_up = wall_ms()
     ev.append(f"{lab_s(lab, t_up)} {m} restarted (ready {(t_up - t_kill) / 1000:.1f} s after the kill)")
@@ -304,6 +303,7 @@ def _after_kill(lab: Lab, ev: list[str], m: str, sl: str, ctl: str, mid: int, si
     idx0 = _ledger_end(lab, ctl)
     t_rel = wall_ms()
     lab.lift(fid)
+    lifted.append(fid)
     ev.append(f"{lab_s(lab, t_rel)} hold released ({(t_rel - t_prop) / 1000:.1f} s after the proposal; the "
               f"controller's log ended at index {idx0})")
     resp: dict[str, Any] | None = None
@@ -330,7 +330,10 @@ def _after_kill(lab: Lab, ev: list[str], m: str, sl: str, ctl: str, mid: int, si
         ev.append(f"{lab_s(lab, float(resp['t']))} {ctl}'s answer to the stale proposal: code {resp.get('code')} "
                   f"{resp.get('ext')} remark {resp.get('remark')} body {resp.get('body')}")
     else:
-        ev.append(f"no answer of {ctl} to the stale proposal seen at the proxy (its connection's other end is gone)")
+        shut = next((d for d in closes if d.get("ev") == "close"), None)
+        ev.append(f"no answer of {ctl} to the stale proposal on the old connection"
+                  + (f" (closed {float(shut['t']) - t_rel:.0f} ms after the release, {shut.get('why')})"
+                     if shut else ""))
     stale = stale_outcome(_ctl_entries(lab, ctl, idx0), mid, sid)
     ev += [f"{ctl}'s log after the release: {x}" for x in stale.lines[:10]]
     ev += [f"{ctl}: {x}" for x in _ctl_lines(lab, ctl, t_rel)]
