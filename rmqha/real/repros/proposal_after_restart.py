@@ -262,10 +262,16 @@ def _after_kill(lab: Lab, ev: list[str], m: str, sl: str, ctl: str, mid: int, si
     data: dict[str, Any] = {"master": m, "slave": sl, "masterId": mid, "slaveId": sid, "masterEpoch": me0,
                             "tProposal": t_prop, "tKill": t_kill, "heldOpaque": held.get("opaque")}
     if ans is None:
-        ev += [f"answer to {m}'s registration: code {d.get('code')} {d.get('ext')} {d.get('body')}" for d in regs[:4]]
-        return Verdict(INCONCLUSIVE, ev, f"{m}'s new process was not answered master within {ANSWER_WAIT_S} s "
-                                         f"(the controller's heartbeat timeout, {HB_TIMEOUT_MS / 1000:.0f} s from "
-                                         "the held proposal, may have passed first)", data)
+        ev += [f"{lab_s(lab, float(d['t']))} answer to {m}'s registration "
+               f"({(float(d['t']) - t_prop) / 1000:.1f} s after the held proposal): code {d.get('code')} "
+               f"{d.get('ext')} {d.get('body')}" for d in regs[:4]]
+        first = regs[0] if regs else None
+        data["firstAnswerAfterProposal_s"] = round((float(first["t"]) - t_prop) / 1000, 1) if first else None
+        return Verdict(INCONCLUSIVE, ev, f"{m}'s new process was not answered master within {ANSWER_WAIT_S} s"
+                       + (f": its first registration was answered {(float(first['t']) - t_prop) / 1000:.1f} s "
+                          f"after the held proposal, with no master (the controller's "
+                          f"{HB_TIMEOUT_MS / 1000:.0f} s heartbeat timeout had passed: the restart was too slow "
+                          "for the window)" if first else ""), data)
     me_new = int((ans.get("ext") or {}).get("masterEpoch", -1))
     sss, sse = answer_sss(ans)
     ev.append(f"{lab_s(lab, float(ans['t']))} {ctl} answered {m}'s new registration "
