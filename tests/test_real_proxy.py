@@ -292,10 +292,11 @@ class RpcClient:
 
 class ByteServer(asyncio.Protocol):
     """A raw server (node ``b``) as a protocol, so bytes that arrive before a reset are still counted: it counts
-    what it receives per connection and, if ``blob``, sends it on connect."""
+    what it receives per connection and, if ``blob``, sends it on connect (with ``asked``: on the first bytes it
+    receives, so that a client's connect has returned before any cut of the blob can reset it)."""
 
-    def __init__(self, blob: bytes, conns: list[ByteServer], echo: bool) -> None:
-        self.blob, self.echo = blob, echo
+    def __init__(self, blob: bytes, conns: list[ByteServer], echo: bool, asked: bool = False) -> None:
+        self.blob, self.echo, self.asked = blob, echo, asked
         self.got = bytearray()
         self.times: list[float] = []
         self.ended: asyncio.Future[str] = asyncio.get_running_loop().create_future()
@@ -305,10 +306,12 @@ class ByteServer(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        if self.blob:
+        if self.blob and not self.asked:
             transport.write(self.blob)
 
     def data_received(self, data: bytes) -> None:
+        if self.asked and self.blob and not self.got and self.transport is not None:
+            self.transport.write(self.blob)
         self.got += data
         self.times.append(time.monotonic())
         if self.echo and self.transport is not None:
@@ -323,10 +326,11 @@ class ByteServer(asyncio.Protocol):
 
 
 @contextlib.asynccontextmanager
-async def byte_server(blob: bytes = b"", echo: bool = False) -> AsyncIterator[tuple[int, list[ByteServer]]]:
+async def byte_server(blob: bytes = b"", echo: bool = False,
+                      asked: bool = False) -> AsyncIterator[tuple[int, list[ByteServer]]]:
     conns: list[ByteServer] = []
     loop = asyncio.get_running_loop()
-    srv = await loop.create_server(lambda: ByteServer(blob, conns, echo), "127.0.0.1", 0)
+    srv = await loop.create_server(lambda: ByteServer(blob, conns, echo, asked), "127.0.0.1", 0)
     try:
         yield srv.sockets[0].getsockname()[1], conns
     finally:
@@ -672,6 +676,74 @@ def test_partition_holds_then_delivers_after_heal(tmp_path, monkeypatch):
     run(main())
 
 
+def test_hold_conn_holds_an_open_connection_from_its_trigger_and_releases_bytes_then_close(tmp_path):
+    """``hold-conn``: the connection open at the apply is held from its first request of the code on (its close
+    too), a new connection from the same node passes, and the release delivers the held frames, then a FIN."""
+
+    async def main() -> None:
+        async with RpcServer() as srv, proxied(tmp_path, [("b.remoting", "b", "remoting", srv.port)]) as h:
+            reply = await h.ctl({"op": "hold-conn", "id": "h", "from": "a", "to": "b"})
+            assert not reply["ok"] and "no open connection" in reply["error"]
+            old = await RpcClient.open(h.ports["b.remoting"])
+            old.send("BROKER_HEARTBEAT", 1, oneway=True)
+            assert await _eventually(lambda: len(srv.frames) == 1)
+            reply = await h.ctl({"op": "hold-conn", "from": "a", "to": "b", "count": 1})
+            assert not reply["ok"] and "'count'" in reply["error"]
+            f = await h.ok({"op": "hold-conn", "id": "h", "from": "a", "to": "b",
+                            "code": "CONTROLLER_ALTER_SYNC_STATE_SET", "ext": {"masterEpoch": 1}})
+            assert f["fault"]["conns"] and f["fault"]["name"] == "CONTROLLER_ALTER_SYNC_STATE_SET"
+            old.send("BROKER_HEARTBEAT", 2, oneway=True)  # before the trigger: passes
+            old.send("CONTROLLER_ALTER_SYNC_STATE_SET", 3, ext_fields={"masterEpoch": "2"})  # not the ext: passes
+            assert (r := await old.recv()) is not None and r.opaque == 3
+            old.send("CONTROLLER_ALTER_SYNC_STATE_SET", 4, ext_fields={"masterEpoch": "1"}, body=b'{"s":[1,2]}')
+            old.send("BROKER_HEARTBEAT", 5, oneway=True)  # behind the trigger: held
+            assert await old.recv(0.3) is None
+            assert [x.opaque for x in srv.frames] == [1, 2, 3]
+            old.writer.transport.abort()  # the sender dies (an RST to the proxy): its close is held too
+            new = await RpcClient.open(h.ports["b.remoting"])  # a new connection of the same node passes
+            new.send("CONTROLLER_REGISTER_BROKER", 6)
+            assert (r := await new.recv()) is not None and r.opaque == 6
+            await asyncio.sleep(0.2)
+            st_ = await h.ok({"op": "status"})
+            held = [c for c in st_["conns"] if c["conn"] in f["fault"]["conns"]]
+            assert held and held[0]["held_up"] > 0  # the old connection is still open towards b
+            assert [x.opaque for x in srv.frames] == [1, 2, 3, 6]
+            await h.ok({"op": "lift", "id": "h"})
+            assert await _eventually(lambda: [x.opaque for x in srv.frames] == [1, 2, 3, 6, 4, 5])
+            new.close()
+        ev = h.lines()
+        acts = [e for e in ev if e["k"] == "act" and e["id"] == "h"]
+        assert [(e.get("opaque"), e.get("first", False)) for e in acts if e.get("held")] == [(4, True), (5, False)]
+        assert acts[0]["name"] == "CONTROLLER_ALTER_SYNC_STATE_SET" and acts[0]["body"] == {"s": [1, 2]}
+        rel = [e for e in acts if e.get("released")]
+        assert len(rel) == 1 and rel[0]["frames"] == 2 and rel[0]["close"] and rel[0]["bytes"] > 0
+        closes = [e for e in ev if e["k"] == "conn" and e["ev"] == "close" and e["conn"] in f["fault"]["conns"]]
+        assert [e["why"] for e in closes] == ["released:h"]
+        assert [(e["ev"], e.get("why")) for e in ev if e["k"] == "fault" and e["id"] == "h"] == [
+            ("apply", None), ("lift", "lift")]
+
+    run(main())
+
+
+def test_hold_conn_without_code_holds_bytes_from_now_and_sends_a_fin(tmp_path):
+    async def main() -> None:
+        async with byte_server() as (port, conns), proxied(tmp_path, [("b.ha", "b", "ha", port)]) as h:
+            s = socket.create_connection(("127.0.0.1", h.ports["b.ha"]), 5, ("127.0.0.2", 0))
+            s.sendall(b"before")
+            assert await _eventually(lambda: bool(conns) and conns[0].got == b"before")
+            await h.ok({"op": "hold-conn", "id": "h", "from": "a", "to": "b", "route": "b.ha"})
+            s.sendall(b"held")
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            s.close()  # an RST
+            await asyncio.sleep(0.3)
+            assert conns[0].got == b"before" and not conns[0].ended.done()
+            await h.ok({"op": "clear"})
+            assert await asyncio.wait_for(conns[0].ended, 3) == "eof"
+            assert conns[0].got == b"beforeheld"
+
+    run(main())
+
+
 def test_one_way_partition(tmp_path):
     async def main() -> None:
         async with RpcServer() as srv, proxied(tmp_path, [("b.remoting", "b", "remoting", srv.port)]) as h:
@@ -729,7 +801,9 @@ def test_partition_pushes_back_on_the_sender(tmp_path, monkeypatch):
 def test_cut_stream_after_exactly_n_bytes(tmp_path):
     blob = os.urandom(300_000)
 
-    def read_all(port: int, src: str = "127.0.0.2", send: bytes = b"") -> tuple[bytes, str]:
+    def read_all(port: int, src: str = "127.0.0.2", send: bytes = b"?") -> tuple[bytes, str]:
+        """Connect, ask for the blob (the server sends it on our first byte: the connect has returned by then, so
+        a cut's reset cannot surface in connect() when this thread is scheduled late), read to the end."""
         with socket.create_connection(("127.0.0.1", port), 5, (src, 0)) as s:
             s.settimeout(5)
             if send:
@@ -744,7 +818,7 @@ def test_cut_stream_after_exactly_n_bytes(tmp_path):
             return bytes(got), how
 
     async def main() -> None:
-        async with byte_server(blob) as (port, conns), proxied(tmp_path, [("b1.ha", "b", "ha", port)]) as h:
+        async with byte_server(blob, asked=True) as (port, conns), proxied(tmp_path, [("b1.ha", "b", "ha", port)]) as h:
             await h.ok({"op": "cut-stream", "id": "c1", "route": "b1.ha", "from": "b", "to": "a",
                         "after_bytes": 12345})
             got, how = await asyncio.to_thread(read_all, h.ports["b1.ha"])
@@ -764,7 +838,7 @@ def test_cut_stream_after_exactly_n_bytes(tmp_path):
                                            ("127.0.0.2", 0))
             try:
                 sock.sendall(b"h" * 100)
-                assert await _eventually(lambda: bool(conns) and len(conns[-1].got) == 100)
+                assert await _eventually(lambda: bool(conns) and len(conns[-1].got) == 100)  # (the blob goes back)
                 await h.ok({"op": "cut-stream", "id": "up", "from": "a", "to": "b", "after_bytes": 777})
                 sock.sendall(b"u" * 5000)
                 assert await asyncio.wait_for(conns[-1].ended, 5) == "rst"
@@ -949,10 +1023,13 @@ def test_upstream_down_and_client_address_mapping(tmp_path):
 # ------------------------------------------------------------------------------------------------ the process
 
 
-def _spawn(tmp: Path, lifetime: float = 60) -> tuple[subprocess.Popen[str], Path, Path]:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+def _spawn(tmp: Path, lifetime: float = 60, port: int | None = None) -> tuple[subprocess.Popen[str], Path, Path]:
+    """The proxy as its own process, one raw route to ``port`` (default: a closed port: every connection through
+    it is refused upstream, so the proxy closes it at once)."""
+    if port is None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
     cfg = _config(tmp, [("b.raw", "b", "raw", port)], lifetime)
     path = tmp / "cfg.json"
     path.write_text(json.dumps(cfg))
@@ -976,13 +1053,17 @@ def _spawn(tmp: Path, lifetime: float = 60) -> tuple[subprocess.Popen[str], Path
 
 @contextlib.contextmanager
 def spawned(tmp: Path, lifetime: float = 60) -> Any:
-    proc, sock, events = _spawn(tmp, lifetime)
+    """The proxy in front of a listening upstream, so that a connection through it stays open until the proxy ends
+    it (to a closed port the proxy would close it at once: a client scheduled late then sees the reset at connect)."""
+    upstream = socket.create_server(("127.0.0.1", 0))
+    proc, sock, events = _spawn(tmp, lifetime, upstream.getsockname()[1])
     try:
         yield proc, sock, events
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=5)
+        upstream.close()
 
 
 def _stop_line(events: Path) -> dict[str, Any]:

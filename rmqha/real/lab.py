@@ -7,7 +7,8 @@ however the block ends), starts the observer, and offers the harness's means as 
   ``leader()``, ``ids()`` (broker id -> node);
 * processes: ``kill``, ``stop`` (SIGTERM: a clean shutdown), ``pause``, ``resume``, ``restart``, ``start``;
 * network: ``partition`` / ``heal`` (the proxy), ``proxy_fault`` (drop or delay one request code's request or
-  response, cut an HA stream after N bytes), ``netem`` / ``netem_clear`` (``tc`` on a node's link);
+  response, cut an HA stream after N bytes), ``hold_conn`` (hold a node's open connections, their close included,
+  past its process's death; ``lift`` releases them), ``netem`` / ``netem_clear`` (``tc`` on a node's link);
 * clients: ``create_topic``, ``produce`` (N sends, synchronous), ``start_producer`` / ``stop_producer``,
   ``consume`` (pull every queue from 0 for a while), ``admin`` (electMaster, cleanBrokerData, ...);
 * after or during the run: ``files()`` (every node's files, each broker's log up to its logical end),
@@ -219,6 +220,23 @@ class Lab:
         if not ans.get("ok", True):
             raise LabError(f"proxy {op}: {ans.get('error')}")
         return fid
+
+    def hold_conn(self, src: str, dst: str, code: str | None = None, ext: dict[str, str] | None = None,
+                  route: str | None = None) -> tuple[str, list[int]]:
+        """Hold the connections open now from ``src`` to ``dst`` (the proxy's ``hold-conn``): from their first
+        request of ``code`` on (or from now, without one), what they carry that way and their close wait, whatever
+        becomes of ``src``'s process, while later connections pass; ``lift`` releases the bytes, then the close.
+        Returns the fault's id and the connections it holds (``LabError``: none open)."""
+        self.nem._n += 1
+        fid = f"f{self.nem._n}"
+        req: dict[str, Any] = {"op": "hold-conn", "id": fid, "from": src, "to": dst, "code": code, "route": route}
+        if ext:
+            req["ext"] = ext
+        self.nem.act("hold-conn", **{k: v for k, v in req.items() if k != "op" and v is not None})
+        ans = C.request(self.spec.proxy_sock, req, timeout=10)
+        if not ans.get("ok", True):
+            raise LabError(f"proxy hold-conn: {ans.get('error')}")
+        return fid, list(ans.get("fault", {}).get("conns", []))
 
     def lift(self, fid: str) -> None:
         self.nem.act("lift", id=fid)

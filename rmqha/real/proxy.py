@@ -49,6 +49,18 @@ request)`` is the client. Ops (``id`` names a fault, generated when absent, repl
   waits for one as above.
 * ``{"op": "delay", "id", "from", "to", "route", "ms": D}``: every chunk from ``from`` to ``to`` is held D ms
   (order kept; overlapping delays: the longest counts).
+* ``{"op": "hold-conn", "id", "from", "to", "route", "code", "ext"}``: the connections open *now* from
+  ``from`` to ``to`` (on ``route``; none open: an error) stop delivering that way, from the first request frame of
+  ``code`` (with ``ext``, one whose extFields hold those values) on, that frame included, or (without ``code``) from
+  now on: what they carry after that point, and their close, are held. Connections opened later between the same
+  nodes pass normally. The proxy goes on reading a held direction (so it has the bytes, whatever becomes of the
+  sender) and keeps the other side's socket open while the sender dies: the dead sender's kernel retransmitting
+  its last bytes, then its FIN, after a new connection of its new process (an orphaned socket). ``lift`` (or
+  ``clear``, ``until_ms``, a replacing fault) releases it: the held bytes go on, then the close, as a FIN, whatever
+  the sender did (the kernel of a process killed with its bytes delivered sends a FIN behind them). Every frame
+  held is an ``act`` line (``held: true``; its ``code``, ``name``, ``opaque``, ``oneway``, ``ext`` and a small JSON
+  body); the release one per connection (``released: true``, ``frames``, ``bytes``, ``close``: the sender's close
+  was held, ``lost``: its socket is gone); the connection's close then says ``released:<id>``.
 * ``{"op": "lift", "id"}`` lifts any one fault; ``{"op": "clear"}`` lifts everything; ``{"op": "status"}`` lists
   the faults in force, the routes (bound address, connection and byte counters) and the open connections;
   ``{"op": "ping"}``; ``{"op": "stop"}`` ends the process.
@@ -110,7 +122,7 @@ from . import remoting
 
 KINDS = ("remoting", "ha", "raw")
 FRAME_OPS = ("drop-response", "delay-response", "drop-request", "delay-request")
-FAULT_OPS = ("partition", *FRAME_OPS, "cut-stream", "delay")
+FAULT_OPS = ("partition", *FRAME_OPS, "cut-stream", "delay", "hold-conn")
 CLIENT = "client"
 SYN_LOST_S = 3.0
 CONNECT_TIMEOUT_S = 3.0
@@ -276,12 +288,17 @@ class Fault:
         have = frame.ext_fields
         return all(k in have and str(have[k]) == v for k, v in self.ext.items())
 
+    def triggers(self, frame: remoting.Frame) -> bool:
+        """hold-conn: this request frame is where the hold begins (any frame, without a code)."""
+        return (not frame.is_response and (self.code is None or self.code == frame.code)
+                and self.ext_matches(frame))
+
     def view(self) -> dict[str, Any]:
         out = dict(self.spec)
         out["acted"] = self.acted
         if self.count is not None:
             out["left"] = self.count
-        if self.op in ("delay", "cut-stream"):
+        if self.op in ("delay", "cut-stream", "hold-conn"):
             out["bytes"] = self.bytes
         return out
 
@@ -399,6 +416,11 @@ class _Dir:
         self.watched: dict[int, int] = {}  # opaque -> watched request code, whose response comes on THIS dir
         self.delay_seen: set[str] = set()
         self.cut: list[Any] | None = None  # [fault, bytes left]
+        self.hold: Fault | None = None  # a hold-conn claiming this direction (armed, or holding once hold_at is set)
+        self.hold_at: int | None = None  # the position in what was pushed from which on nothing is written
+        self.held_frames = 0
+        self.released: str | None = None  # the id of the hold released here: the close goes as a FIN
+        self.pushed = 0  # bytes ever queued on this direction
         self.bytes_in = 0
         self.bytes_out = 0
         self.frames = 0
@@ -407,6 +429,11 @@ class _Dir:
     @property
     def label(self) -> str:
         return f"{self.a}->{self.b}"
+
+    @property
+    def holding(self) -> bool:
+        """A hold-conn stops this direction here: everything from ``hold_at`` on (and the close) waits."""
+        return self.hold is not None and self.hold_at is not None and self.bytes_out >= self.hold_at
 
     def update_reading(self) -> None:
         t = self.src.transport
@@ -429,6 +456,7 @@ class _Dir:
         else:
             self.q.append(_Item(at, data))
         self.queued += len(data)
+        self.pushed += len(data)
         self.wake.set()
 
     def feed(self, data: bytes) -> None:
@@ -458,6 +486,13 @@ class _Dir:
                 verdict, extra_ms = proxy.frame_action(self, frame)
                 if verdict == "drop":
                     continue
+                if self.hold is not None:
+                    if self.hold_at is None and self.hold.triggers(frame):
+                        self.push(base, bytes(out))  # what came before the trigger goes on
+                        out.clear()
+                        self.hold_at = self.pushed
+                    if self.hold_at is not None:
+                        proxy.held_frame(self, frame)
                 if extra_ms > 0:
                     self.push(base, bytes(out))
                     out.clear()
@@ -481,6 +516,10 @@ class _Dir:
         key = "bytes_up" if self.name == "up" else "bytes_down"
         try:
             while not self.done:
+                if self.holding:
+                    self.wake.clear()
+                    await self.wake.wait()
+                    continue
                 if not self.q:
                     if self.eof:
                         break
@@ -488,6 +527,12 @@ class _Dir:
                     await self.wake.wait()
                     continue
                 item = self.q[0]
+                if self.hold is not None and self.hold_at is not None \
+                        and len(item.data) > self.hold_at - self.bytes_out:
+                    n = self.hold_at - self.bytes_out  # the part before the hold goes as an item of its own
+                    head, item.data = item.data[:n], item.data[n:]
+                    self.q.appendleft(_Item(item.at, head))
+                    continue
                 wait = item.at - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
@@ -521,7 +566,10 @@ class _Dir:
             self.q.clear()
             self.queued = 0
             self.done = True
-            if self.other.done:  # both ways finished (a lost side finishes the way towards it at once)
+            rel = self.released or self.other.released
+            if self.other.done and rel is not None:  # a held close: a FIN behind the held bytes
+                self.conn.finish(f"released:{rel}", mode="close")
+            elif self.other.done:  # both ways finished (a lost side finishes the way towards it at once)
                 rst = self.reset or self.other.reset
                 self.conn.finish("reset" if rst else "eof", mode="rst" if rst else "close")
             elif not self.dst.lost and self.dst.transport is not None and self.dst.transport.can_write_eof():
@@ -609,7 +657,10 @@ class Conn:
                 if src.decoder is not None:
                     src.flush_decoder(asyncio.get_running_loop().time())
             src.wake.set()
-            if src.done:
+            rel = src.released or (dst.released if dst is not None else None)
+            if src.done and rel is not None:  # a released hold already sent its FIN
+                self.finish(f"released:{rel}", mode="close")
+            elif src.done:
                 self.finish("reset" if src.reset else "eof", mode="rst" if src.reset else "close")
 
     def _dir_from(self, side: _Side) -> _Dir | None:
@@ -973,8 +1024,8 @@ class Proxy:
             if f.route is not None and f.route not in self.routes:
                 raise ConfigError(f"{op}: unknown route {f.route!r} (known: {', '.join(self.routes)})")
             spec.update({"from": f.frm, "to": f.to, "route": f.route})
-            if op in FRAME_OPS:
-                if f.route is not None and self.routes[f.route].kind != "remoting":
+            if op in (*FRAME_OPS, "hold-conn"):
+                if op != "hold-conn" and f.route is not None and self.routes[f.route].kind != "remoting":
                     raise ConfigError(f"{op}: route {f.route} is not a remoting route")
                 code = req.get("code")
                 try:
@@ -984,6 +1035,8 @@ class Proxy:
                 f.count = _number(req, "count", integer=True)
                 if f.count == 0:
                     raise ConfigError(f"{op}: 'count' must be at least 1 (or null)")
+                if op == "hold-conn" and f.count is not None:
+                    raise ConfigError("hold-conn: no 'count' (it holds whole connections)")
                 spec.update({"code": f.code, "name": None if f.code is None else remoting.code_name(f.code),
                              "count": f.count})
                 ext = req.get("ext")
@@ -994,6 +1047,14 @@ class Proxy:
                         raise ConfigError(f"{op}: 'ext' must map header field names to strings (or be null)")
                     f.ext = {k: str(v) for k, v in ext.items()}
                     spec["ext"] = dict(f.ext)
+            if op == "hold-conn":
+                dirs = [d for c in self.conns.values() if c.state == "open" for d in c.dirs()
+                        if f.matches(c.route.name, d.a, d.b) and d.hold is None and not d.done]
+                if not dirs:
+                    raise ConfigError(f"hold-conn: no open connection from {f.frm or 'any node'} to "
+                                      f"{f.to or 'any node'}" + (f" on {f.route}" if f.route else ""))
+                f.claimed = dirs
+                spec["conns"] = sorted({d.conn.id for d in dirs})
             if op in ("delay-response", "delay-request", "delay"):
                 f.ms = float(_number(req, "ms", required=True))
                 spec["ms"] = req["ms"]
@@ -1024,6 +1085,12 @@ class Proxy:
             self._relink()
         if f.op == "cut-stream" and f.now:
             self._cut_open(f)
+        if f.op == "hold-conn":
+            for d in f.claimed:
+                d.hold = f
+                if f.code is None:
+                    d.hold_at = d.pushed
+                d.wake.set()
 
     def _cut_open(self, f: Fault) -> None:
         """``cut-stream`` with ``now``: close the open connections whose direction matches, at once (one, or every
@@ -1057,7 +1124,40 @@ class Proxy:
         log.info("fault %s (%s) lifted: %s", f.id, f.op, why)
         if f.op == "partition":
             self._relink()
+        if f.op == "hold-conn":
+            self._release(f)
         return f
+
+    def _release(self, f: Fault) -> None:
+        """A hold-conn lifted: each direction it held delivers what it holds, then the close (``_Dir.run``)."""
+        for d in f.claimed or []:
+            if d.hold is not f:
+                continue
+            held = d.hold_at is not None
+            if held:
+                d.released = f.id
+                self.events.write("act", id=f.id, op=f.op, route=d.conn.route.name, conn=d.conn.id,
+                                  **{"from": d.a, "to": d.b}, released=True, frames=d.held_frames,
+                                  bytes=d.pushed - (d.hold_at or 0), close=d.eof, lost=d.src.lost)
+            d.hold = None
+            d.hold_at = None
+            d.wake.set()
+
+    def held_frame(self, d: _Dir, frame: remoting.Frame) -> None:
+        """A frame a hold-conn keeps from delivery: an ``act`` line (the first on its direction says so)."""
+        f = d.hold
+        if f is None:
+            return
+        f.acted += 1
+        f.bytes += len(frame.raw)
+        d.held_frames += 1
+        extra: dict[str, Any] = {"first": True} if d.held_frames == 1 else {}
+        if frame.is_response:
+            extra["response"] = True
+        self.events.write("act", id=f.id, op=f.op, route=d.conn.route.name, conn=d.conn.id,
+                          **{"from": d.a, "to": d.b}, held=True, code=frame.code, name=frame.name,
+                          opaque=frame.opaque, oneway=frame.is_oneway, ext=frame.ext_fields, **extra,
+                          **_json_body(frame))
 
     def status(self) -> dict[str, Any]:
         routes = {}

@@ -12,6 +12,7 @@ from . import (
     epoch_restart,  # noqa: F401
     ha_epoch,  # noqa: F401
     local_shrink,  # noqa: F401
+    proposal_after_restart,  # noqa: F401
     proposal_restart,  # noqa: F401
     slave_follows,  # noqa: F401
     slave_sync,  # noqa: F401
