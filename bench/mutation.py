@@ -271,8 +271,9 @@ class Session:
         if p.returncode != 0 or res is None or res.get("outcome") != "survived":
             raise SystemExit(f"mutation: the unmutated campaign does not pass (exit {p.returncode}):\n"
                              f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-        if str(res.get("kit", "")).startswith(str(self.out)):  # no machine path in a result meant to be committed
-            res["kit"] = "OUT" + str(res["kit"])[len(str(self.out)):]
+        out = str(self.out.resolve())
+        if str(res.get("kit", "")).startswith(out):  # no machine path in a result meant to be committed
+            res["kit"] = "OUT" + str(res["kit"])[len(out):]
         meta.update(baseline_s=round(wall, 2), baseline=res, timeout_factor=factor)
         return self.timeouts(meta)
 
