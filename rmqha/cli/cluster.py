@@ -39,6 +39,7 @@ from .common import (
     int_in,
     not_empty,
     output_dir,
+    recipe_list,
     seconds,
 )
 from .files import UserError, file_profile, read_toml
@@ -120,15 +121,7 @@ def register(sub: Any) -> dict[str, Handler]:
     return {"cluster": ends_on_signals(cmd_cluster)}
 
 
-def _recipes(text: str) -> tuple[str, ...]:
-    """``type=``: comma-separated fault recipes, or ``none``."""
-    names = tuple(f.strip() for f in text.split(","))
-    if names == ("none",):
-        return ()
-    if not all(n in RECIPES for n in names):
-        raise argparse.ArgumentTypeError(f"must be comma-separated recipes ({', '.join(RECIPES)}) or none, "
-                                         f"got {text!r}")
-    return names
+_recipes = recipe_list(RECIPES)  # ``type=`` of --faults
 
 
 def cluster_config(path: str | None, profile: str | None, bugs: list[str], fixes: list[str]) -> tuple[Config, str,

@@ -254,6 +254,21 @@ def choice(names: tuple[str, ...] | list[str], what: str) -> Callable[[str], str
     return named
 
 
+def recipe_list(known: tuple[str, ...]) -> Callable[[str], tuple[str, ...]]:
+    """``type=``: comma-separated fault recipes of ``known``, or ``none`` (no fault)."""
+
+    def recipes(text: str) -> tuple[str, ...]:
+        names = tuple(f.strip() for f in text.split(","))
+        if names == ("none",):
+            return ()
+        if not all(n in known for n in names):
+            raise argparse.ArgumentTypeError(f"must be comma-separated recipes ({', '.join(known)}) or none, "
+                                             f"got {text!r}")
+        return names
+
+    return recipes
+
+
 def not_empty(what: str) -> Callable[[str], str]:
     """``type=``: any text but an empty (or blank) one."""
 

@@ -35,7 +35,18 @@ from rmqha.real.repros import REPROS
 from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
 
-from .common import MAX_LIFETIME, Handler, choice, folder_path, input_file, int_in, not_empty, output_dir, seconds
+from .common import (
+    MAX_LIFETIME,
+    Handler,
+    choice,
+    folder_path,
+    input_file,
+    int_in,
+    not_empty,
+    output_dir,
+    recipe_list,
+    seconds,
+)
 from .files import UserError, file_profile, read_toml
 from .terminal import FitTable, real_failover_line, real_status_table
 
@@ -55,15 +66,7 @@ def _version(text: str) -> str:
                                          f"{', '.join(v.version for v in maven.KNOWN)}), got {text!r}") from None
 
 
-def _recipes(text: str) -> tuple[str, ...]:
-    """``type=``: comma-separated fault recipes, or ``none``."""
-    names = tuple(f.strip() for f in text.split(","))
-    if names == ("none",):
-        return ()
-    if not all(n in RECIPES for n in names):
-        raise argparse.ArgumentTypeError(f"must be comma-separated recipes ({', '.join(RECIPES)}) or none, "
-                                         f"got {text!r}")
-    return names
+_recipes = recipe_list(RECIPES)  # ``type=`` of --faults
 
 
 # real fault KIND: the options each kind takes (dest -> how the user wrote it); any other one given is refused
