@@ -50,6 +50,7 @@ OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
 TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
 JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 APPEND_SPANS_FILE = "append-spans-file"
+REPUT_STOPS_AT_FILE_END = "reput-stops-at-file-end"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
 
 # upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
@@ -317,6 +318,12 @@ BUGS: dict[str, Bug] = {
             "A master appends a message that does not fit in its mapped file across the file end instead of closing "
             "the file with a filler and starting the next one.", kind="fidelity",
             needs=(("sim", "file_boundaries", True),)),
+        Bug(REPUT_STOPS_AT_FILE_END, "STORE-REPUT-DRAINS",
+            "ReputMessageService.doReput (rollNextFile over an end-of-file filler, then the pass goes on)",
+            "synthetic (a reput pass ends where it rolls to the next mapped file)",
+            "A reput pass that meets an end-of-file filler rolls to the next file and stops there: the messages of the "
+            "new file wait for the next wake-up (the next append or confirmOffset change), in a quiet spell for "
+            "good.", kind="fidelity", needs=(("sim", "file_boundaries", True),)),
         Bug(SLAVE_SKIPS_TOPIC_SYNC, "QUEUE-ACKED-READABLE",
             "SlaveSynchronize.syncTopicConfig (ReplicasManager.handleSlaveSynchronize, every 10 s)",
             "synthetic (a slave never copies the master's topic config)",

@@ -464,6 +464,11 @@ class BrokerNode(Actor):
         self.after(lag, self._reput)
 
     @property
+    def reput_pending(self) -> bool:
+        """A reput pass is due (a wake-up with a lag, or the next sub-step of an interleaved pass)."""
+        return self._reput_scheduled
+
+    @property
     def reput_stalled_until(self) -> int:
         """Until when the reput thread is stalled (fault ``slow-dispatch``: a later, shorter stall does not wake a
         reput an earlier one put off), or -1."""

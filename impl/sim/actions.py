@@ -156,7 +156,7 @@ class ExpandQueues(_Base):
 
 
 TamperMode = Literal["dup", "reorder", "replay"]
-TrapPoint = Literal["confirm-split", "empty-epoch", "role-change"]
+TrapPoint = Literal["confirm-split", "empty-epoch", "role-change", "torn-write"]
 
 
 class HaFault(_Base):
@@ -199,7 +199,10 @@ class CrashAt(_Base):
     """kill -9 aimed at a point: the first time within ``within`` ms that ``node`` (absent: any broker) reaches
     ``point``, it crashes there. ``confirm-split``: its confirmOffset lies inside a message; ``empty-epoch``: an epoch
     entry appended since the action has no byte under it yet; ``role-change``: between the sub-steps of a role change
-    (``step`` 1-3: ``ReplicasManager.changeToMaster`` / ``changeToSlave``, ``impl/broker/replicas_manager.py``)."""
+    (``step`` 1-3: ``ReplicasManager.changeToMaster`` / ``changeToSlave``, ``impl/broker/replicas_manager.py``);
+    ``torn-write``: it writes to its commit log (a put, or a slave's append of transferred bytes) and dies while the
+    bytes are being copied into the mapped file, so only a prefix of them is there (after them, what the file held:
+    nothing, or an earlier truncation's leftovers with ``[sim] file_residue``)."""
 
     do: Literal["crash-at"]
     node: NotRequired[str]
@@ -293,6 +296,9 @@ FAULT_KINDS: dict[str, str] = {
     "crash-role-change": "kill -9 a broker between two sub-steps of its next role change, restart later",
     "crash-empty-epoch": "kill -9 a broker between an epoch entry's append and the first byte written under it, "
                          "restart later",
+    "crash-torn-write": "kill -9 a broker in the middle of a commit-log write (a put, or a slave's append): only a "
+                        "prefix of the bytes reaches the file (a torn record); restart later, perhaps then promote it "
+                        "(off by default: [faults] weights turns it on)",
 }
 """Composite fault kinds (``[faults] weights``), each expanded by the generator into primitive actions."""
 

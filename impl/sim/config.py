@@ -208,7 +208,7 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},
                "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
                                       "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
-                                      "slow-apply": 0.5, "expand-queues": 0.5}}},
+                                      "slow-apply": 0.5, "expand-queues": 0.5, "crash-torn-write": 0.7}}},
     # safe, with a 3-node controller group of the JRaft flavour (part 1: requests validated at apply, liveness
     # replicated) under the controller faults
     "jraft": {"cluster": {"controllers": 3}, "controller": {"controllerType": "jRaft"},

@@ -34,7 +34,7 @@ from .config import FaultConfig
 
 TAMPER: dict[str, TamperMode] = {"ha-dup": "dup", "ha-reorder": "reorder", "ha-replay": "replay"}
 POINTS: dict[str, TrapPoint] = {"crash-split-confirm": "confirm-split", "crash-role-change": "role-change",
-                                "crash-empty-epoch": "empty-epoch"}
+                                "crash-empty-epoch": "empty-epoch", "crash-torn-write": "torn-write"}
 
 
 class WorldView:
@@ -248,7 +248,7 @@ class FaultGenerator:
             if not free:
                 return []
             return [{"t": now, "do": "slow-dispatch", "node": rng.choice(free), "ms": rng.between(500, 8000)}]
-        if kind in GUARD_KINDS:
+        if kind in GUARD_KINDS or kind == "crash-torn-write":
             return self._make_guard(kind, now, world, free)
         if kind == "expand-queues":
             return [{"t": now, "do": "expand-queues", "by": 2}]
@@ -298,6 +298,12 @@ class FaultGenerator:
             arm["step"] = rng.between(1, 3)
         out: list[Action] = [arm]
         bid = world.broker_id(target)
+        if kind == "crash-torn-write":  # the torn record meets recovery; perhaps then the broker's promotion
+            back = self._restart_at(now + within)
+            out.append({"t": back, "do": "restart", "node": target, "release": [target]})
+            if bid is not None and rng.chance(0.5):
+                out.append({"t": back + rng.between(2000, 8000), "do": "admin-elect", "brokerId": bid})
+            return out
         if kind != "crash-split-confirm" and bid is not None and rng.chance(0.5):  # bring a role change about
             out.append({"t": now + 1, "do": "admin-elect", "brokerId": bid})
         out.append({"t": self._restart_at(now + within), "do": "restart", "node": target, "release": [target]})

@@ -196,6 +196,12 @@ SCENARIOS: dict[str, Scenario] = {
                  config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,
                  story="16 KiB mapped files; forty 500-byte messages fill the first one. The master appends the "
                        "message that does not fit across the file end instead of closing the file with a filler."),
+        Scenario(B.REPUT_STOPS_AT_FILE_END, 1, 20000,
+                 [{"t": 9000, "do": "produce", "count": 40, "size": 500}],
+                 config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,
+                 story="16 KiB mapped files; forty 500-byte messages fill the first one and go on in the second. The "
+                       "reput rolls over the first file's filler and ends its pass there; no put follows, so the "
+                       "messages of the second file wait undispatched although confirmed."),
         Scenario(B.JRAFT_APPLY_LOCAL_TIME, 1, 40000,
                  [{"t": 14000, "do": "slow-apply", "node": "ctl1", "extra": 12000, "duration": 30000},
                   {"t": 15000, "do": "crash", "node": "b1"}],

@@ -214,6 +214,7 @@ class Simulation(WorldView):
         self.partition_hold: dict[str, int] = {}  # partition id -> hold (ms), for the partitions that hold
         self.held_rpc: dict[tuple[str, str], list[tuple[Any, ...]]] = {}  # link -> what it holds, in order
         self.traps: dict[str, Trap] = {}
+        self.torn: dict[str, tuple[int, int]] = {}  # crash-at torn-write: the (offset, size) of the write it died in
         self.interleave = cfg.sim.interleave
         self.violation: Violation | None = None
         self.recorder = recorder
@@ -542,8 +543,15 @@ class Simulation(WorldView):
             return
         node.out = []
         name = node.name
+        if name in self.torn:
+            return  # it died copying a write (crash-at torn-write): nothing it did after reaches anyone
         inc = self.inc[name]
+        tearing = self._tearing(name)
         for eff in out:
+            if tearing and isinstance(eff, Observe) and eff.obs["k"] in ("brk.append", "ha.slave-append"):
+                self._step_obs.append(eff.obs)
+                self.torn[name] = int(eff.obs["offset"]), int(eff.obs["size"])
+                return  # the effects after the write are lost with the process (the step's end crashes it)
             if isinstance(eff, SetTimer):
                 self._push(eff.at, TIMER, name, inc, eff.token)
             elif isinstance(eff, Send):
@@ -901,6 +909,7 @@ class Simulation(WorldView):
             return
         self.up[name] = False
         self.inc[name] += 1
+        self.torn.pop(name, None)
         dead = self.nodes[name]
         if dead is not None:
             repl = getattr(dead, "repl", None)
@@ -1005,6 +1014,11 @@ class Simulation(WorldView):
                     continue
                 elif trap.point == "confirm-split":
                     hit = _splits_message(node)
+                elif trap.point == "torn-write":
+                    write = self.torn.pop(name, None)
+                    hit = write is not None
+                    if write is not None:
+                        self._tear(name, *write)
                 else:
                     last = node.ha.epoch_cache.last_entry()
                     hit = (last is not None and last.epoch != trap.epochs.get(name, -1)
@@ -1015,6 +1029,30 @@ class Simulation(WorldView):
                     self.acted = True
                     self.crash(name, trap.power_loss, at=trap.point)
                     break
+
+    def _tearing(self, name: str) -> bool:
+        """A ``crash-at torn-write`` waits for ``name``'s next commit-log write."""
+        trap = self.traps.get(name) or self.traps.get("*")
+        return trap is not None and trap.point == "torn-write" and self.now <= trap.until
+
+    def _tear(self, name: str, offset: int, size: int) -> None:
+        """``crash-at torn-write``: the process dies while copying a write's bytes into the mapped file, so only a
+        prefix of them is there; what it did after the copy in the step (a flush, a dispatch, a checkpoint) did not
+        happen. Past the prefix the file holds what it held before: an earlier truncation's leftovers
+        (``BrokerDisk.file_tail``), or the zeros of a fresh mapped file (kept, with ``[sim] file_residue``, for the
+        rest of the write: recovery's scan reads them as a record that is not a message)."""
+        disk = self.disks[name]
+        cut = offset + (self.rng_guard.between(1, size - 1) if size > 1 else 0)
+        if cut >= len(disk.commitlog):
+            return
+        del disk.commitlog[cut:]
+        if disk.keep_residue and not disk.file_tail(cut):  # [sim] file_residue: a fresh mapped file holds zeros there
+            disk.residue, disk.residue_at = bytes(offset + size - cut), cut
+        disk.generation += 1
+        disk.flushed = min(disk.flushed, offset)
+        disk.cq_end = min(disk.cq_end, offset)
+        disk.checkpoint_confirm = min(disk.checkpoint_confirm, offset)
+        disk.checkpoint_confirm_flushed = min(disk.checkpoint_confirm_flushed, offset)
 
 
 def _splits_message(node: BrokerNode) -> bool:

@@ -246,6 +246,7 @@ class MessageStore:
         self.fix_normal = B.FIX_RECOVER_NORMALLY_UP_TO_CONFIRM in bugs
         self.confirms_scan_end = B.RECOVER_CONFIRMS_SCAN_END in bugs
         self.skips_range = B.DISPATCH_SKIPS_RANGE in bugs
+        self.stops_at_file_end = B.REPUT_STOPS_AT_FILE_END in bugs
         self._resume_at = -1  # dispatch-skips-range: where the reput goes on from once confirmOffset passes it
         # isTempFileExist: the abort file is there after a crash
         self.recovered_normally = not disk.abort or B.RECOVER_IGNORES_ABORT_FILE in bugs
@@ -421,6 +422,8 @@ class MessageStore:
                 if self.reput_from_offset + size > end:
                     break
                 self.reput_from_offset += size
+                if self.stops_at_file_end:  # the deviation: the pass ends at the roll to the next file
+                    break
                 continue
             if size > 0:
                 if self.reput_from_offset + size > end:
