@@ -20,6 +20,9 @@ stage              the same as
                    labels), no shrinking
 ``fidelity:1-4``   ``rmqha simulate --profile fidelity --seeds 1-4 --fix all``
 ``jraft:1``        ``rmqha simulate --profile jraft --seed 1 --fix all``
+``jraft-ops:1``    ``rmqha simulate --profile jraft-ops --seed 1 --fix all`` (JRaft snapshots every 5 s, a controller
+                   follower down past two of them, cleanBrokerData of a running and of a dead broker, a broker
+                   restarted on another port)
 ``legacy-sync:1``  ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
 ``legacy-async:1`` ``rmqha simulate --profile legacy-async --seed 1 --fix all``
 =================  ===========================================================================================
@@ -56,10 +59,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
-                  "legacy-async:1")
-SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults",
-                "power-loss", "large-logs")
+DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "jraft-ops:1",
+                  "legacy-sync:1", "legacy-async:1")
+SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "jraft-ops", "legacy-sync", "legacy-async",
+                "defaults", "power-loss", "large-logs")
 SIM_STEPS = 20_000
 CONFORM_STEPS = 5_000
 HYPOTHESIS_STEPS = 30

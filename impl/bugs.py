@@ -38,6 +38,8 @@ SLAVE_REPORTS_AT_HANDSHAKE = "slave-reports-at-handshake"
 DISPATCH_SKIPS_RANGE = "dispatch-skips-range"
 RECOVER_CONFIRMS_SCAN_END = "recover-confirms-scan-end"
 SLAVE_CONFIRMS_OWN_MAX = "slave-confirms-own-max"
+CLEAN_SKIPS_LIVING_CHECK = "clean-skips-living-check"
+ADDRESS_UPDATE_DROPPED = "address-update-dropped"
 
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
@@ -197,6 +199,18 @@ BUGS: dict[str, Bug] = {
             "The epoch cache appends an entry whatever its epoch and start, closing the last entry at the new start, "
             "instead of rejecting an entry that does not come after the last one.",
             kind="guard", needs=(("faults", "guards", True),)),
+        Bug(CLEAN_SKIPS_LIVING_CHECK, "CTL-CLEAN-SPARES-LIVING",
+            "ReplicasInfoManager.cleanBrokerData (without isCleanLivingBroker: each id to clean checked alive)",
+            "synthetic (the loop over the ids to clean; reached by the fault clean-living-broker, profile jraft-ops)",
+            "cleanBrokerData with explicit ids no longer refuses an id whose heartbeat is alive, so mqadmin "
+            "cleanBrokerMetadata naming a running broker removes it from the controller's replica table and "
+            "SyncStateSet while it serves."),
+        Bug(ADDRESS_UPDATE_DROPPED, "LIVE-CTL-ADDRESS",
+            "ReplicasInfoManager.handleUpdateBrokerAddress",
+            "synthetic (the apply of UpdateBrokerAddressEvent; reached by the fault move-broker, profile jraft-ops)",
+            "The controller drops an UpdateBrokerAddressEvent, so a broker restarted on another port with its old id "
+            "stays known at its old address: getReplicaInfo and registerBroker answer a master address nothing "
+            "listens on."),
         Bug(ALTER_SKIPS_MEMBER_CHECKS, "CTL-SSS-REGISTERED",
             "ReplicasInfoManager.alterSyncStateSet (check 6: every new member registered, then alive)",
             "synthetic (the membership checks; a proposal that outlived its member reaches them when the link holds "

@@ -17,6 +17,7 @@ from .context import Context
 from .registry import Violated, invariant, violated
 from .settle import (
     Settle,
+    address_terms,
     catchup_terms,
     ha_terms,
     ha_window,
@@ -269,6 +270,36 @@ def tasks_run(ctx: Context, at: Settle) -> Violated | None:
                     "its run still in progress" if task.strand.busy else "not rescheduled"
                 return violated(f"{_since(ctx, at)}: {name}'s periodic task {task.name} (every {task.period} ms) "
                                 f"has not run since {due} ms ({last}; {why})", node=name, task=task.name)
+    return None
+
+
+@invariant("LIVE-CTL-ADDRESS", layer="controller", settle=address_terms,
+           source="ReplicasInfoManager.registerSuccess (an UpdateBrokerAddressEvent when the broker's address is not "
+                  "the one it holds) and handleUpdateBrokerAddress; ReplicasManager.startBasicService -> "
+                  "registerBrokerToController (retried every 5 s until it succeeds)",
+           exceptions="4.x runs; a broker whose id the controller does not hold (cleaned, or not yet applied)")
+def ctl_address(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, every broker that runs and whose controller id the controller
+    holds is known there by its current address (a broker restarted on another port has re-registered it), so
+    getReplicaInfo and registerBroker answer the master's current address."""
+    world = ctx.world
+    if world.legacy:
+        return None
+    ctl = world.controller_node()
+    if ctl is None or world.broker_name not in ctl.rim.sync_state_set_info_table:
+        return None
+    replicas = ctl.rim.replica_info_table.get(world.broker_name)
+    if replicas is None:
+        return None
+    for b in world.brokers:
+        node = world.broker(b)
+        bid = world.disks[b].broker_identity
+        if not isinstance(node, BrokerNode) or bid is None or not replicas.is_broker_exist(bid[2]):
+            continue
+        held = replicas.broker_address(bid[2])
+        if held != node.address:
+            return violated(f"{_since(ctx, at)}: the controller knows broker {bid[2]} ({b}) at {held}; it runs at "
+                            f"{node.address}", broker=node.status(), controller=ctl.rim.snapshot())
     return None
 
 

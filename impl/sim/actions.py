@@ -42,8 +42,12 @@ class Crash(_Base):
 
 
 class Restart(_Base):
+    """A crashed process starts again; ``port``: a broker comes back on this listenPort (its HA port the next one),
+    with its old store and id (a redeployment on another port)."""
+
     do: Literal["restart"]
     node: str
+    port: NotRequired[int]
 
 
 class Stop(_Base):
@@ -54,7 +58,8 @@ class Stop(_Base):
 
 
 class LoseFile(_Base):
-    """While the broker is down: its ``epoch`` file or its ``checkpoint`` is gone at the next start."""
+    """While the broker is down: its ``epoch`` file, its ``checkpoint`` or its ``identity`` (the controller id it
+    was given: storePathBrokerIdentity and its temp file) is gone at the next start."""
 
     do: Literal["lose-file"]
     node: str
@@ -141,7 +146,8 @@ class AdminElect(_Base):
 
 
 class Clean(_Base):
-    """``mqadmin cleanBrokerMetadata``: ``ids`` (comma-separated) or the whole set."""
+    """``mqadmin cleanBrokerMetadata``: ``ids`` (``;``-separated, as brokerControllerIdsToClean) or the whole set;
+    ``living``: isCleanLivingBroker."""
 
     do: Literal["clean"]
     ids: NotRequired[str | None]
@@ -299,6 +305,13 @@ FAULT_KINDS: dict[str, str] = {
     "crash-torn-write": "kill -9 a broker in the middle of a commit-log write (a put, or a slave's append): only a "
                         "prefix of the bytes reaches the file (a torn record); restart later, perhaps then promote it "
                         "(off by default: [faults] weights turns it on)",
+    # the operator's paths (issue 21): off unless a profile weighs them
+    "clean-living-broker": "mqadmin cleanBrokerMetadata naming a running broker's id (not forced): RocketMQ refuses "
+                           "while the controller sees the broker alive",
+    "decommission-broker": "kill -9 a slave, mqadmin cleanBrokerMetadata of its id once its heartbeat has expired, "
+                           "then redeploy it without its controller identity (it applies for a new id; store kept)",
+    "move-broker": "kill -9 a broker and restart it on another listenPort with its old store and id: it registers "
+                   "its new address with the controller (UpdateBrokerAddressEvent)",
 }
 """Composite fault kinds (``[faults] weights``), each expanded by the generator into primitive actions."""
 

@@ -215,6 +215,16 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
               "store": {"allAckInSyncStateSet": True},
               "faults": {"weights": {"crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
                                      "slow-apply": 0.5}}},
+    # jraft, with snapshots every 5 s and the operator's paths: a controller follower down for 20-40 s (the leader
+    # has snapshotted twice and compacted what it needs: installSnapshot), cleanBrokerData of a running broker's id
+    # (refused) and of a dead slave's (then redeployed without its identity), a broker restarted on another port
+    "jraft-ops": {"cluster": {"controllers": 3},
+                  "controller": {"controllerType": "jRaft", "jRaftSnapshotIntervalSecs": 5},
+                  "store": {"allAckInSyncStateSet": True},
+                  "faults": {"weights": {"crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
+                                         "slow-apply": 0.5, "crash-controller-follower": 1.5,
+                                         "clean-living-broker": 2.0, "decommission-broker": 1.5,
+                                         "move-broker": 2.0}}},
     # safe, with the TCP-faithful faults at the guards (issue 21) at their default weights and the broker's long
     # steps interleaved (role changes and the reput in sub-steps)
     "guards": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True}, "sim": {"interleave": True}},

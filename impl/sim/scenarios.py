@@ -290,6 +290,18 @@ SCENARIOS: dict[str, Scenario] = {
                        "connection after b3's handshake and first frame. Its offset is b1's end, so it passes the "
                        "contiguity check; the epoch file's append guard rejects the entry (1, 0) after (2, 697). "
                        "Without it the cache holds epoch 1 after epoch 2."),
+        Scenario(B.CLEAN_SKIPS_LIVING_CHECK, 1, 12000,
+                 [{"t": 8000, "do": "clean", "ids": "1"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="mqadmin cleanBrokerMetadata names id 1, a broker that runs and heartbeats. cleanBrokerData "
+                       "refuses it (the broker is alive); with the switch the id is removed while it serves."),
+        Scenario(B.ADDRESS_UPDATE_DROPPED, 1, 20000,
+                 [{"t": 8000, "do": "crash", "node": "b1"}, {"t": 10000, "do": "restart", "node": "b1", "port": 10921}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="Broker b1 is killed and restarted on listenPort 10921 with its store and id. Its "
+                       "registerBrokerToController carries the new address and the controller applies an "
+                       "UpdateBrokerAddressEvent; with the switch the event is dropped and the controller keeps "
+                       "b1:10911."),
         Scenario(B.ALTER_SKIPS_MEMBER_CHECKS, 1, 20000,
                  [{"t": 5200, "do": "partition", "id": "h", "links": [["b2", "ctl"]], "hold": 3000},
                   {"t": 6000, "do": "crash", "node": "b1"},

@@ -195,6 +195,7 @@ class Simulation(WorldView):
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
         self.paused: dict[str, list[tuple[Any, ...]]] = {}
+        self.listen_port: dict[str, int] = {}  # broker -> its listenPort, when a restart moved it (move-broker)
         self.ctl_set = frozenset(self.controllers)
         self.broker_set = frozenset(self.brokers)
         self.idle_close = cfg.controller.server_channel_max_idle_time_seconds * 1000  # 0: idle closes not modelled
@@ -246,7 +247,7 @@ class Simulation(WorldView):
     def _make(self, name: str) -> Actor:
         return build_node(self.cfg, name, self._node_rng(name), controllers=self.controllers, brokers=self.brokers,
                           nameserver=self.nameserver, disk=self.disks.get(name), ctl_disk=self.ctl_disks.get(name),
-                          bugs=self.bugs)
+                          bugs=self.bugs, listen_port=self.listen_port.get(name, 10911))
 
     def _start(self, name: str) -> None:
         node = self._make(name)
@@ -809,6 +810,8 @@ class Simulation(WorldView):
                 self.disks[a["node"]].lose(str(a["file"]))
         elif a["do"] == "restart":
             if not self.up.get(a["node"]):
+                if "port" in a:  # the broker comes back on another listenPort (move-broker), with its old id
+                    self.listen_port[a["node"]] = int(a["port"])
                 self._start(a["node"])
         elif a["do"] == "partition":
             links = [(x[0], x[1]) for x in a["links"]]
@@ -1071,8 +1074,10 @@ def _splits_message(node: BrokerNode) -> bool:
 
 
 def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], brokers: list[str], nameserver: str,
-               disk: BrokerDisk | None, ctl_disk: ControllerDisk | None, bugs: frozenset[str]) -> Actor:
-    """The actor of one node, as the simulator and the real runtime (``rmqha cluster``) both start it."""
+               disk: BrokerDisk | None, ctl_disk: ControllerDisk | None, bugs: frozenset[str],
+               listen_port: int = 10911) -> Actor:
+    """The actor of one node, as the simulator and the real runtime (``rmqha cluster``) both start it
+    (``listen_port``: a 5.x broker's BrokerConfig.listenPort, which a ``restart`` with ``port`` moves)."""
     if ctl_disk is not None:
         return ControllerNode(name, cfg.controller, rng, ctl_disk, bugs,
                               peers=controllers if len(controllers) > 1 else None)
@@ -1087,7 +1092,8 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
                           queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries,
                           topic_config=cfg.workload.topic_config, other_topics=cfg.workload.other_topics,
-                          topic_persist_us=cfg.workload.topic_persist_us, interleave=cfg.sim.interleave)
+                          topic_persist_us=cfg.workload.topic_persist_us, interleave=cfg.sim.interleave,
+                          listen_port=listen_port)
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng, bugs)
     if name == "c1":

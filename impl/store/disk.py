@@ -79,8 +79,10 @@ class BrokerDisk:
             self.epoch_file = None
         elif file == "checkpoint":
             self.checkpoint_confirm = self.checkpoint_confirm_flushed = 0
+        elif file == "identity":  # storePathBrokerIdentity and its -temp file (ReplicasManager's BrokerMetadata,
+            self.broker_identity = self.temp_identity = None  # TempBrokerMetadata): the broker applies for an id anew
         else:
-            raise ValueError(f"unknown file {file!r} (epoch, checkpoint)")
+            raise ValueError(f"unknown file {file!r} (epoch, checkpoint, identity)")
 
     def write_epoch_file(self, lines: list[tuple[int, int]]) -> None:
         self.epoch_file = list(lines)
