@@ -123,7 +123,8 @@ def test_a_generated_run_may_leave_a_broker_dead() -> None:
 
 @pytest.mark.parametrize("name", LIVE_SWITCHES)
 def test_each_progress_invariant_fails_with_its_switch_only(name: str) -> None:
-    """Each switch of a LIVE-* id: its scenario fails that id at the heal point plus its bound, and is clean without
+    """Each switch of a LIVE-* id (LIVE-MASTER, LIVE-SSS-NO-DEAD, LIVE-SSS-CATCHUP, LIVE-HA-TRANSFER, LIVE-PUTS,
+    LIVE-TASKS, LIVE-CTL-ADDRESS): its scenario fails that id at the heal point plus its bound, and is clean without
     the switch."""
     inv_id = B.BUGS[name].invariant
     s = SCENARIOS[name]
