@@ -27,6 +27,7 @@ EXPAND_CHECKS_UNION = "expand-checks-union"
 HA_READ_TIME_ON_HANDSHAKE_ONLY = "ha-read-time-on-handshake-only"
 ROUTE_CHANGE_IGNORES_ADDRESSES = "route-change-ignores-addresses"
 SYNC_METADATA_TASK_DIES = "sync-metadata-task-dies"
+HA_CLIENT_SPINS = "ha-client-spins"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
 SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
@@ -184,6 +185,11 @@ BUGS: dict[str, Bug] = {
             "A metadata sync whose getReplicaInfo call fails (the controller unreachable: a RemotingTimeoutException) "
             "throws out of the scheduled task, and scheduleAtFixedRate suppresses every later run: the broker no "
             "longer learns role changes it was not notified of."),
+        Bug(HA_CLIENT_SPINS, "LIVE-TIME-ADVANCES",
+            "AutoSwitchHAClient.run (waitForRunning(1000) between two rounds of TRANSFER)",
+            "synthetic (the wait between the HA client's rounds dropped)",
+            "The slave's HA client in TRANSFER starts its next round at once instead of waiting for its next "
+            "deadline (the heartbeat or the housekeeping): it spins, and simulated time stands still."),
         Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
             "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
             "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "

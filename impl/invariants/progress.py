@@ -330,3 +330,23 @@ def _statuses(ctx: Context) -> dict[str, object]:
         node = ctx.world.broker(b)
         out[b] = node.status() if node is not None else None
     return out
+
+
+@invariant("LIVE-TIME-ADVANCES", layer="broker", at_run_end=True,
+           source="every periodic service of the cluster waits between its rounds (ServiceThread.waitForRunning: "
+                  "AutoSwitchHAClient 1 s, the HA connections' selects, ReputMessageService 1 ms with nothing to "
+                  "dispatch, the scheduled executors' periods), so with no fault left a quiet cluster takes a "
+                  "bounded number of steps per simulated second",
+           exceptions="runs without a settle tail; a tail that ended unhealed")
+def time_advances(ctx: Context) -> Violated | None:
+    """Simulated time reaches the settle tail's last progress check within the tail's step budget (the simulator's
+    ``TAIL_STEPS``, eight times the busiest healthy tail measured): no process fires timer after timer while time
+    stands still or crawls (a busy loop, a timer re-armed for the same instant, timers that multiply), which would
+    otherwise end a run unchecked."""
+    stalled = ctx.world.tail_stalled()
+    if stalled is None:
+        return None
+    steps, start, end = stalled
+    return violated(f"the settle tail took {steps} steps while simulated time went from t={start} to t={end} ms, "
+                    "short of its progress checks: a busy loop (timers firing while time stands still or crawls)",
+                    steps=steps, start=start, reached=end)

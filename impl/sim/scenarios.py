@@ -271,6 +271,10 @@ SCENARIOS: dict[str, Scenario] = {
                  config=SETTLED, fixes=B.FIXES_ALL,
                  story="Slave b1 is cut from the controller for 8 s; its metadata sync times out and, with the "
                        "switch, the exception kills the scheduled task: b1 never syncs its metadata again."),
+        Scenario(B.HA_CLIENT_SPINS, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
+                 story="A quiet run. Once the slaves' HA clients reach TRANSFER, each starts its next round at once: "
+                       "timer after timer at the same millisecond, so the fault phase ends on its step limit and the "
+                       "settle tail spends its whole step budget without getting to its progress checks."),
         # ---- issue 21: the guards, each reached by a fault at the guards (or the interleaved steps)
         Scenario(B.SLAVE_SKIPS_OFFSET_CHECK, 1, 30000,
                  [{"t": 7000, "do": "produce", "count": 2},

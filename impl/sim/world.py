@@ -386,6 +386,9 @@ class Simulation(WorldView):
     def check_progress(self, ids: list[str], at: Settle) -> None:
         self.checker.check_progress(ids, at)
 
+    def tail_stalled(self) -> tuple[int, int, int] | None:
+        return None if self.tail is None else self.tail.stalled()
+
     def run_before(self, t: int) -> Violation | None:
         """Process every event earlier than ``t`` (within ``max_steps``), stopping at a violation; the run can go
         on afterwards. Actions scheduled at ``t`` or later then run as in a run of the whole schedule."""
