@@ -169,8 +169,7 @@ class BrokerNode(Actor):
         if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
             return
         store, cfg = self.store, self.store_cfg
-        dirty_pages = store.max_phy_offset // 4096 - self.disk.flushed // 4096
-        if dirty_pages >= cfg.flush_commit_log_least_pages:
+        if store.able_to_flush(cfg.flush_commit_log_least_pages):
             if woken:
                 store.commitlog.flush()
                 return

@@ -208,7 +208,7 @@ class CrashAt(_Base):
     (``step`` 1-3: ``ReplicasManager.changeToMaster`` / ``changeToSlave``, ``impl/broker/replicas_manager.py``);
     ``torn-write``: it writes to its commit log (a put, or a slave's append of transferred bytes) and dies while the
     bytes are being copied into the mapped file, so only a prefix of them is there (after them, what the file held:
-    nothing, or an earlier truncation's leftovers with ``[sim] file_residue``)."""
+    the zeros of a new or cleared mapped file, or an earlier truncation's leftovers with ``[sim] file_residue``)."""
 
     do: Literal["crash-at"]
     node: NotRequired[str]

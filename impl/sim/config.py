@@ -232,6 +232,13 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # replayed controller requests)
     "adversarial": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True, "adversarial": True},
                     "sim": {"interleave": True}},
+    # safe, with the store's edges in reach: small mapped files (48 KiB) and messages up to 16 KiB, so files end in
+    # long fillers and a slave's 32 KiB catch-up batches (haTransferBatchSize) end inside messages and fillers (a
+    # confirmOffset inside a filler); kill -9 in the middle of commit-log writes (a torn record over the zeros of
+    # its mapped file, for recovery to scan)
+    "storage": {"store": {"allAckInSyncStateSet": True, "mappedFileSizeCommitLog": 48 * 1024},
+                "workload": {"message_size_max": 16 * 1024}, "sim": {"file_boundaries": True},
+                "faults": {"weights": {"crash-torn-write": 2.0}}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},

@@ -1045,14 +1045,18 @@ class Simulation(WorldView):
         """``crash-at torn-write``: the process dies while copying a write's bytes into the mapped file, so only a
         prefix of them is there; what it did after the copy in the step (a flush, a dispatch, a checkpoint) did not
         happen. Past the prefix the file holds what it held before: an earlier truncation's leftovers
-        (``BrokerDisk.file_tail``), or the zeros of a fresh mapped file (kept, with ``[sim] file_residue``, for the
-        rest of the write: recovery's scan reads them as a record that is not a message)."""
+        (``BrokerDisk.file_tail``, with ``[sim] file_residue``), else zeros: a mapped file is created at its full size
+        (``MappedFile.init``: a new file of ``mappedFileSizeCommitLog`` bytes, which reads as zeros until written) and
+        a truncation under fix-truncate-clears-file clears what it cuts. The kit keeps those zeros for the rest of the
+        torn record (past it they cannot change what recovery decides): ``recoverAbnormally`` reads them with the
+        record's prefix, and ``checkMessageAndReturnSize`` fails the record (its body CRC, or its magic code when the
+        cut falls in the header), so the scan ends there and the file is truncated at the record's start."""
         disk = self.disks[name]
         cut = offset + (self.rng_guard.between(1, size - 1) if size > 1 else 0)
         if cut >= len(disk.commitlog):
             return
         del disk.commitlog[cut:]
-        if disk.keep_residue and not disk.file_tail(cut):  # [sim] file_residue: a fresh mapped file holds zeros there
+        if not disk.file_tail(cut):  # no leftovers there: the zeros of a fresh (or cleared) mapped file
             disk.residue, disk.residue_at = bytes(offset + size - cut), cut
         disk.generation += 1
         disk.flushed = min(disk.flushed, offset)

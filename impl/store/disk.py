@@ -29,7 +29,8 @@ class BrokerDisk:
     topics: dict[str, Any] | None = None
     abort: bool = False  # the abort file: created at start, deleted by a clean shutdown (DefaultMessageStore)
     # [sim] file_residue: truncation only moves the mapped file's write position, so the bytes past it stay in the
-    # file until new data overwrites them (MappedFileQueue.truncateDirtyFiles); recovery scans the file
+    # file until new data overwrites them (MappedFileQueue.truncateDirtyFiles); recovery scans the file. Also, with
+    # or without it, the zeros a torn write (crash-at torn-write) leaves after its prefix
     keep_residue: bool = False
     residue_at: int = 0
     residue: bytes = b""
