@@ -165,7 +165,7 @@ def test_simulate_turns_progress_on_for_new_runs(tmp_path: Path) -> None:
 # generated faults (the first seed that does, searched from 1; --fix all where unfixed findings fire first)
 SIMULATE_SEEDS = {
     B.SYNC_SKIPS_BROKER_ELECT: (8, True),
-    B.ALTER_CHECKS_OLD_SET_ALIVE: (17, True),
+    B.ALTER_CHECKS_OLD_SET_ALIVE: (53, True),
     B.EXPAND_CHECKS_UNION: (10, True),
     B.HA_READ_TIME_ON_HANDSHAKE_ONLY: (1, True),
     B.ROUTE_CHANGE_IGNORES_ADDRESSES: (1, True),
