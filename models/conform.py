@@ -474,7 +474,7 @@ class Validator:
         ep, n = s.epochs[b], len(s.log[b])
         if tr is not None and ep:
             master = tuple(tuple(x) for x in tr["master"])
-            p = M.consistent_point(ep, n, master, tr["masterMax"], True)
+            p = M.consistent_point(ep, n, master, tr["masterMax"], True, self.cfg.FixEpochEqReplacesEmpty)
             if p != tr["point"]:
                 self._fail("Handshake", "findConsistentPoint (the smaller end of the last shared epoch)",
                            f"{self.sim.brokers[b]} truncated to {tr['point']}; the model's consistent point of "

@@ -63,6 +63,9 @@ class WorkloadConfig:
     """Producers and consumers."""
 
     produce_interval: int = _sim(400, "mean time between two sends")
+    produce_start: int = _sim(0, "the producer's background sending begins this long after boot (a topic that stays "
+                              "quiet at first: a failover before its first message finds every log empty)",
+                              quiet=True)
     message_size_min: int = _sim(48, "smallest message body (bytes)")
     message_size_max: int = _sim(600, "largest message body (bytes)")
     send_timeout: int = _sim(3000, "producer sendMsgTimeout")
@@ -222,6 +225,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # replayed controller requests)
     "adversarial": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True, "adversarial": True},
                     "sim": {"interleave": True}},
+    # safe, on a new cluster whose topic stays quiet for its first 30 s: a failover in that time finds every log
+    # empty, so a new master's epoch starts where the last one does (QUIRK-EPOCH-EQ; F-EPOCH-EQ-SPLICE's shape), and a
+    # slave that recorded the first epoch from a heartbeat holds an entry the new master replaced
+    "fresh": {"store": {"allAckInSyncStateSet": True}, "workload": {"produce_start": 30_000}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},
@@ -317,6 +324,7 @@ def validate(cfg: Config) -> None:
          "[network] probabilities must be in [0, 1]"),
         (0 <= cfg.sim.base_offset <= 1 << 62, "[sim] base_offset must be between 0 and 2^62"),
         (cfg.workload.produce_interval >= 0, "[workload] produce_interval must be >= 0 (0: no producer)"),
+        (cfg.workload.produce_start >= 0, "[workload] produce_start must be >= 0"),
         (8 <= cfg.workload.message_size_min <= cfg.workload.message_size_max <= 1 << 20,
          "[workload] need 8 <= message_size_min <= message_size_max <= 1 MiB"),
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),
