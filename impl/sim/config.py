@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..config import BrokerConfig, ControllerConfig, MessageStoreConfig
-from .actions import FAULT_KINDS
+from .actions import FAULT_KINDS, LATE_GUARD_WEIGHTS
 
 
 class ConfigError(ValueError):
@@ -221,9 +221,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # safe, with the TCP-faithful faults at the guards (issue 21) at their default weights and the broker's long
     # steps interleaved (role changes and the reput in sub-steps)
     "guards": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True}, "sim": {"interleave": True}},
-    # the guards profile with the adversarial faults too (beyond TCP: duplicated, reordered and replayed HA writes,
-    # replayed controller requests)
-    "adversarial": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True, "adversarial": True},
+    # the guards profile with the adversarial faults too (beyond TCP: duplicated, reordered, replayed and corrupted HA
+    # writes, replayed controller requests)
+    "adversarial": {"store": {"allAckInSyncStateSet": True},
+                    "faults": {"guards": True, "adversarial": True, "weights": dict(LATE_GUARD_WEIGHTS)},
                     "sim": {"interleave": True}},
     # safe, on a new cluster whose topic stays quiet for its first 30 s: a failover in that time finds every log
     # empty, so a new master's epoch starts where the last one does (QUIRK-EPOCH-EQ; F-EPOCH-EQ-SPLICE's shape), and a

@@ -86,6 +86,17 @@ MSG, TIMER, HA, HA_OPEN, HA_RESULT, CHAN, ACT, GEN, REPLAY = range(9)
 assert (ACT, GEN, REPLAY + 1) == (SETTLE_ACT, SETTLE_GEN, SETTLE)
 
 
+def corrupt_state_word(data: bytes, bit: int) -> bytes:
+    """``data`` (an HA write: one whole frame, the state word first) with bit ``bit`` of its first 32-bit word
+    flipped. One flipped bit never turns HANDSHAKE (1) into TRANSFER (2) or back, so every reader sees a state that
+    is not the one it expects: AutoSwitchHAClient.HAClientReader.processReadResult ("State not matched", or an index
+    out of HAConnectionState.values()) and AutoSwitchHAConnection's ReadSocketService.processReadResult ("Current
+    state illegal") refuse it and the connection closes. The other header fields are left alone: RocketMQ's frames
+    carry no checksum, so a corrupted offset or body size would be taken as sent, by RocketMQ and the kit alike."""
+    word = int.from_bytes(data[:4], "big") ^ (1 << bit)
+    return word.to_bytes(4, "big") + data[4:]
+
+
 @dataclass
 class Stream:
     conn: int
@@ -652,13 +663,18 @@ class Simulation(WorldView):
         self._write_pieces(s, direction, data)
 
     def _tamper(self, s: Stream, direction: int, dst: str, data: bytes) -> bool:
-        """ha-fault (adversarial): a write into ``dst`` duplicated, held to follow the next one, or followed by the
-        replay of its previous connection's last write. True when the write has been dealt with here."""
+        """ha-fault (adversarial): a write into ``dst`` duplicated, held to follow the next one, followed by the
+        replay of its previous connection's last write, or with its frame state word corrupted. True when the write
+        has been dealt with here."""
         modes = self.ha_faults[dst]
         now = self.now
         replay = modes.get("replay")
         if replay is not None and now < replay[1]:
             self.last_in[dst] = data
+        sent = data
+        corrupt = modes.get("corrupt")
+        if corrupt is not None and now < corrupt[1] and len(data) >= 4 and self.rng_guard.chance(corrupt[0]):
+            data = corrupt_state_word(data, self.rng_guard.between(0, 31))
         pending: bytes | None = None
         replayed = s.replay[direction]
         if replayed is not None:
@@ -678,7 +694,7 @@ class Simulation(WorldView):
             out.insert(1, data)
         if pending is not None:
             out.append(pending)
-        if out == [data]:
+        if out == [sent]:
             return False
         for piece in out:
             self._write_pieces(s, direction, piece)
