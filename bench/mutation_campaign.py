@@ -7,28 +7,34 @@ did. Run on its own (no ``--tree``) it tests the kit as installed: the unmutated
 
 The campaign is what a user runs, cut short, in this order (each stage in seed order; the first failure ends it):
 
-=================  ===========================================================================================
-stage              the same as
-=================  ===========================================================================================
-``safe:1-10``      ``rmqha simulate --seeds 1-10 --fix all`` (20 000 steps each, every invariant after every step,
-                   each run validated against the model as it runs and ended by its settle tail and the progress
-                   checks, as ``simulate`` does by default)
-``guards:1-4``     ``rmqha simulate --profile guards --seeds 1-4 --fix all`` (the TCP-faithful faults at the guards,
-                   the broker's long steps interleaved)
-``hypothesis:150`` the safe Hypothesis suite (``property_tests``, every fix): 150 derandomized examples of up to
-                   30 rules, generate and target phases (Hypothesis' guided search on the suite's coverage
-                   labels), no shrinking
-``fidelity:1-4``   ``rmqha simulate --profile fidelity --seeds 1-4 --fix all``
-``jraft:1``        ``rmqha simulate --profile jraft --seed 1 --fix all``
-``legacy-sync:1``  ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
-``legacy-async:1`` ``rmqha simulate --profile legacy-async --seed 1 --fix all``
-``topic-sync:1``   the fidelity profile with every fix but ``fix-sync-deletes-only-missing`` (``WITHOUT_FIX``), as
-                   RocketMQ 5.3.3 runs ``SlaveSynchronize.syncTopicConfig``: the delete loop over ``[workload]
-                   other_topics`` runs at every slave's topic sync. That finding's known violation
-                   (QUEUE-ACKED-READABLE, the invariant its fix names in ``impl/bugs.py``) is not checked there;
-                   every other check is, and none of them fails on the unfixed loop (a slave's sync loop of 2 000
-                   topics runs about 6 s, within LIVE-TASKS' allowance; 40 seeds clean)
-=================  ===========================================================================================
+===================  ===========================================================================================
+stage                the same as
+===================  ===========================================================================================
+``safe:1-10``        ``rmqha simulate --seeds 1-10 --fix all`` (20 000 steps each, every invariant after every step,
+                     each run validated against the model as it runs and ended by its settle tail and the progress
+                     checks, as ``simulate`` does by default)
+``guards:1-4``       ``rmqha simulate --profile guards --seeds 1-4 --fix all`` (the TCP-faithful faults at the guards,
+                     the broker's long steps interleaved)
+``hypothesis:150``   the safe Hypothesis suite (``property_tests``, every fix): 150 derandomized examples of up to
+                     30 rules, generate and target phases (Hypothesis' guided search on the suite's coverage
+                     labels), no shrinking
+``fidelity:1-4``     ``rmqha simulate --profile fidelity --seeds 1-4 --fix all``
+``jraft:1``          ``rmqha simulate --profile jraft --seed 1 --fix all``
+``legacy-sync:1``    ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
+``legacy-async:1``   ``rmqha simulate --profile legacy-async --seed 1 --fix all``
+``adversarial:1-2``  ``rmqha simulate --profile adversarial --seeds 1-2 --fix all`` (the guards profile with the faults
+                     beyond TCP: HA writes duplicated, reordered, replayed and with a corrupted frame state, controller
+                     requests replayed)
+``fresh:6``          ``rmqha simulate --profile fresh --seed 6 --fix all`` (a quiet first 30 s: the swarm's first
+                     failover finds every log empty, F-EPOCH-EQ-SPLICE's shape; seed 6 is the first seed of the
+                     profile whose failover also leaves a slave on the replaced epoch when it next connects)
+``topic-sync:1``     the fidelity profile with every fix but ``fix-sync-deletes-only-missing`` (``WITHOUT_FIX``), as
+                     RocketMQ 5.3.3 runs ``SlaveSynchronize.syncTopicConfig``: the delete loop over ``[workload]
+                     other_topics`` runs at every slave's topic sync. That finding's known violation
+                     (QUEUE-ACKED-READABLE, the invariant its fix names in ``impl/bugs.py``) is not checked there;
+                     every other check is, and none of them fails on the unfixed loop (a slave's sync loop of 2 000
+                     topics runs about 6 s, within LIVE-TASKS' allowance; 40 seeds clean)
+===================  ===========================================================================================
 
 ``conform:1-5`` (``rmqha conform --seeds 1-5 --fix all``, 5 000 steps each, every step against the model) is a stage
 too; the default campaign leaves it out since the simulate stages validate their runs as they go (issue 21 item 5).
@@ -63,9 +69,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
-                  "legacy-async:1", "topic-sync:1")
+                  "legacy-async:1", "topic-sync:1", "adversarial:1-2", "fresh:6")
 SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults",
-                "power-loss", "large-logs")
+                "power-loss", "large-logs", "fresh")
 WITHOUT_FIX: dict[str, tuple[str, str]] = {"topic-sync": ("fidelity", "fix-sync-deletes-only-missing")}
 """Stages that run a profile with one finding's fix off (RocketMQ's own behaviour there), so that the code only the
 unfixed path runs is tested too; the invariant the fix names (its finding's known violation) is disabled in them."""
