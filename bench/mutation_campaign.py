@@ -28,6 +28,8 @@ stage                the same as
 ``fresh:6``          ``rmqha simulate --profile fresh --seed 6 --fix all`` (a quiet first 30 s: the swarm's first
                      failover finds every log empty, F-EPOCH-EQ-SPLICE's shape; seed 6 is the first seed of the
                      profile whose failover also leaves a slave on the replaced epoch when it next connects)
+``new-replica:1``    ``rmqha simulate --profile new-replica --seed 1 --fix all`` (logs past 2^32, and a replica added
+                     20 s in on a new store at offset 0: its first transfer starts at its master's min offset)
 ``topic-sync:1``     the fidelity profile with every fix but ``fix-sync-deletes-only-missing`` (``WITHOUT_FIX``), as
                      RocketMQ 5.3.3 runs ``SlaveSynchronize.syncTopicConfig``: the delete loop over ``[workload]
                      other_topics`` runs at every slave's topic sync. That finding's known violation
@@ -69,9 +71,9 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
-                  "legacy-async:1", "topic-sync:1", "adversarial:1-2", "fresh:6")
+                  "legacy-async:1", "topic-sync:1", "adversarial:1-2", "fresh:6", "new-replica:1")
 SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults",
-                "power-loss", "large-logs", "fresh")
+                "power-loss", "large-logs", "fresh", "new-replica")
 WITHOUT_FIX: dict[str, tuple[str, str]] = {"topic-sync": ("fidelity", "fix-sync-deletes-only-missing")}
 """Stages that run a profile with one finding's fix off (RocketMQ's own behaviour there), so that the code only the
 unfixed path runs is tested too; the invariant the fix names (its finding's known violation) is disabled in them."""

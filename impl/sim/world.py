@@ -197,6 +197,10 @@ class Simulation(WorldView):
         self.clients = ["p1", "c1", "admin"]
         self.all_nodes = [self.nameserver, *self.controllers, *self.brokers, *self.clients]
         self.disks = {b: BrokerDisk.fresh(cfg.sim.base_offset) for b in self.brokers}
+        # [sim] join_at: the last broker is a replica added later, on a new store (empty, at offset 0)
+        self.joining = self.brokers[-1] if cfg.sim.join_at > 0 and cfg.cluster.mode == "controller" else None
+        if self.joining is not None:
+            self.disks[self.joining] = BrokerDisk()
         for disk in self.disks.values():
             disk.keep_residue = cfg.sim.file_residue and B.FIX_TRUNCATE_CLEARS_FILE not in bugs
         self.ctl_disks = {c: ControllerDisk() for c in self.controllers}
@@ -242,6 +246,8 @@ class Simulation(WorldView):
         if schedule is None:
             self.generator = FaultGenerator(cfg.faults, root.fork("faults"))
             self._push(self.generator.first_time(0), GEN, None)
+            if self.joining is not None:  # in the trace as an action: an explicit schedule from it starts it too
+                self.schedule_action({"t": cfg.sim.join_at, "do": "restart", "node": self.joining})
         else:
             for action in schedule:
                 self.schedule_action(action)
@@ -271,7 +277,7 @@ class Simulation(WorldView):
     def _boot(self) -> None:
         self._step_event = {"ev": "boot"}
         for name in self.all_nodes:
-            if self.cfg.cluster.mode == "legacy" and name in self.ctl_disks:
+            if (self.cfg.cluster.mode == "legacy" and name in self.ctl_disks) or name == self.joining:
                 continue
             self._start(name)
         self._finish_step()
