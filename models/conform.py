@@ -474,7 +474,7 @@ class Validator:
         ep, n = s.epochs[b], len(s.log[b])
         if tr is not None and ep:
             master = tuple(tuple(x) for x in tr["master"])
-            p = M.consistent_point(ep, n, master, tr["masterMax"], True)
+            p = M.consistent_point(ep, n, master, tr["masterMax"], True, self.cfg.FixEpochEqReplacesEmpty)
             if p != tr["point"]:
                 self._fail("Handshake", "findConsistentPoint (the smaller end of the last shared epoch)",
                            f"{self.sim.brokers[b]} truncated to {tr['point']}; the model's consistent point of "
@@ -579,6 +579,7 @@ def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:
         (cfg.workload.queues != 0, "topic queues"),
         (cfg.workload.topic_config, "the topic's config"),
         (cfg.sim.base_offset != 0, "logs that start past offset 0"),
+        (cfg.sim.join_at != 0, "a replica added to a running set"),
         (cfg.sim.file_residue, "truncated bytes left in files"),
         (any(cfg.faults.weights.get(k, 0) > 0 for k in FIDELITY_KINDS), "fidelity fault kinds"),
         (any(a.get("do") in FIDELITY_ACTIONS for a in header.get("faults", {}).get("events", []) or []),

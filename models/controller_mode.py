@@ -199,17 +199,31 @@ def entry_end(ep: tuple[tuple[int, int], ...], i: int, log_len: int) -> int:
 
 
 def consistent_point(local: tuple[tuple[int, int], ...], local_len: int, master: tuple[tuple[int, int], ...],
-                     master_len: int, use_min: bool = True) -> int:
-    """``EpochFileCache.findConsistentPoint`` on the slave's cache against the master's; -1 if none."""
+                     master_len: int, use_min: bool = True, replaced: bool = False) -> int:
+    """``EpochFileCache.findConsistentPoint`` on the slave's cache against the master's; -1 if none. ``replaced``
+    (``FixEpochEqReplacesEmpty``): a slave's entry whose epoch the master lacks, where the master holds a greater
+    epoch at the same start right after the same previous entry (the master replaced it: it held no bytes there),
+    is consistent up to its start."""
     for i in range(len(local) - 1, -1, -1):
         e, s = local[i]
-        for j, (e2, s2) in enumerate(master):
-            if e2 == e:
-                if s2 == s:
-                    a, b = entry_end(local, i, local_len), entry_end(master, j, master_len)
-                    return min(a, b) if use_min else max(a, b)
-                break
+        j = next((j for j, (e2, _) in enumerate(master) if e2 == e), None)
+        if j is not None:
+            if master[j][1] == s:
+                a, b = entry_end(local, i, local_len), entry_end(master, j, master_len)
+                return min(a, b) if use_min else max(a, b)
+        elif replaced and replaced_at(local, i, master):
+            return s
     return -1
+
+
+def replaced_at(local: tuple[tuple[int, int], ...], i: int, master: tuple[tuple[int, int], ...]) -> bool:
+    """The master holds, at the start of ``local[i]``, a greater epoch whose previous entry is ``local[i - 1]`` (or
+    none, for both): what appendEntry's replacement of an empty last entry leaves (F-EPOCH-EQ-SPLICE's fix)."""
+    e, s = local[i]
+    for j, (e2, s2) in enumerate(master):
+        if s2 == s and e2 > e:
+            return (j == 0 and i == 0) or (j > 0 and i > 0 and master[j - 1] == local[i - 1])
+    return False
 
 
 def covering_entry(ep: tuple[tuple[int, int], ...], off: int, log_len: int) -> tuple[int, int] | None:
@@ -508,7 +522,8 @@ def handshake(s: State, cfg: ModelConfig, b: int) -> Iterator[tuple[Label, State
         return
     log, ep = s.log[b], s.epochs[b]
     if ep:
-        p = consistent_point(ep, len(log), s.epochs[m], len(s.log[m]), cfg.GuardConsistentPointMin)
+        p = consistent_point(ep, len(log), s.epochs[m], len(s.log[m]), cfg.GuardConsistentPointMin,
+                             cfg.FixEpochEqReplacesEmpty)
         if p < 0:
             # M-NO-COMMON-EPOCH: doTruncate fails, retried for ever; the fix truncates everything and starts at 0
             if not cfg.FixNoCommonEpochRestarts:

@@ -20,7 +20,13 @@ from rmqha.impl.findings import FINDINGS
 from rmqha.impl.invariants import CATALOGUE, Invariant
 from rmqha.impl.invariants.progress import MODEL_LIVENESS
 from rmqha.impl.invariants.settle import total
-from rmqha.impl.sim.actions import ADVERSARIAL_KINDS, DEFAULT_WEIGHTS, FAULT_KINDS, GUARD_KINDS
+from rmqha.impl.sim.actions import (
+    ADVERSARIAL_KINDS,
+    DEFAULT_WEIGHTS,
+    FAULT_KINDS,
+    GUARD_KINDS,
+    UNWEIGHED_GUARD_KINDS,
+)
 from rmqha.impl.sim.config import PROFILES, Config, default_config
 from rmqha.impl.sim.settle import DEAD_CHANCE, deadlines, timeouts
 from rmqha.models.liveness import LIVENESS
@@ -305,7 +311,9 @@ def configuration_md() -> str:
     out.append("|---|---|---|")
     for k, text in FAULT_KINDS.items():
         weight = f"{DEFAULT_WEIGHTS.get(k, 0)}"
-        if k in ADVERSARIAL_KINDS:
+        if k in UNWEIGHED_GUARD_KINDS:
+            weight += " (a profile's `[faults] weights` turns it on: the adversarial profile's 0.4)"
+        elif k in ADVERSARIAL_KINDS:
             weight += " with `[faults] adversarial`, else 0"
         elif k in GUARD_KINDS:
             weight += " with `[faults] guards`, else 0"

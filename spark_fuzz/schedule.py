@@ -42,7 +42,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rmqha.impl.rng import DetRng
-from rmqha.impl.sim.actions import ADVERSARIAL_KINDS, DEFAULT_WEIGHTS, FAULT_KINDS, GUARD_KINDS, Action
+from rmqha.impl.sim.actions import (
+    ADVERSARIAL_KINDS,
+    DEFAULT_WEIGHTS,
+    FAULT_KINDS,
+    GUARD_KINDS,
+    LATE_GUARD_WEIGHTS,
+    Action,
+)
 from rmqha.impl.sim.config import Config, config_from_dict
 from rmqha.impl.sim.faults import FaultGenerator, WorldView
 
@@ -142,10 +149,14 @@ def _draw_guards(seed: int, weights: dict[str, float], user: dict[str, float], s
     if not (faithful or adversarial):
         return False
     for kind in FAULT_KINDS:
-        if kind not in GUARD_KINDS or kind in user or not (adversarial if kind in ADVERSARIAL_KINDS else faithful):
+        if kind not in GUARD_KINDS or kind in user or not (adversarial if kind in ADVERSARIAL_KINDS else faithful) \
+                or kind in LATE_GUARD_WEIGHTS:
             continue
         weights[kind] = round(DEFAULT_WEIGHTS[kind] * g.choice(settings.scale), 4) if g.chance(settings.include) \
             else 0.0
+    for kind, w0 in LATE_GUARD_WEIGHTS.items():  # after the others: a seed's earlier draws are those it made before
+        if kind not in user and (adversarial if kind in ADVERSARIAL_KINDS else faithful):
+            weights[kind] = round(w0 * g.choice(settings.scale), 4) if g.chance(settings.include) else 0.0
     return True
 
 

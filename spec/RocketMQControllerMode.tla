@@ -138,18 +138,27 @@ EntryEnd(ep, i, logLen) == IF i < Len(ep) THEN ep[i + 1][2] ELSE logLen
 FirstWithEpoch(ep, e) ==
     LET J == {j \in 1..Len(ep) : ep[j][1] = e} IN IF J = {} THEN 0 ELSE Min(J)
 
+\* With FixEpochEqReplacesEmpty (F-EPOCH-EQ-SPLICE): the master lacks epoch lc[i][1] and holds a greater epoch
+\* at lc[i]'s start right after lc[i - 1] (or first, as lc[i] is): it replaced that entry, which held no bytes
+ReplacedAt(lc, i, mc) ==
+    /\ FirstWithEpoch(mc, lc[i][1]) = 0
+    /\ \E j \in 1..Len(mc) : /\ mc[j][2] = lc[i][2] /\ mc[j][1] > lc[i][1]
+                            /\ IF j = 1 THEN i = 1 ELSE i > 1 /\ mc[j - 1] = lc[i - 1]
+
 \* EpochFileCache.findConsistentPoint on the slave's cache lc (log length ll) against the master's mc
 \* (log length ml); -1 if none. From the slave's last entry down: the first master entry with the same
-\* epoch decides (same start: found; else: try the slave's previous entry).
+\* epoch decides (same start: found; else: try the slave's previous entry); with FixEpochEqReplacesEmpty an entry
+\* the master replaced decides too (found at its start).
 ConsistentPoint(lc, ll, mc, ml, useMin) ==
     LET Match(i) == LET j == FirstWithEpoch(mc, lc[i][1]) IN j > 0 /\ mc[j][2] = lc[i][2]
-        I == {i \in 1..Len(lc) : Match(i)}
+        Repl(i) == FixEpochEqReplacesEmpty /\ ReplacedAt(lc, i, mc)
+        I == {i \in 1..Len(lc) : Match(i) \/ Repl(i)}
     IN IF I = {} THEN -1
        ELSE LET i == Max(I)
                 j == FirstWithEpoch(mc, lc[i][1])
                 a == EntryEnd(lc, i, ll)
                 b == EntryEnd(mc, j, ml)
-            IN IF useMin THEN Min2(a, b) ELSE Max2(a, b)
+            IN IF ~Match(i) THEN lc[i][2] ELSE IF useMin THEN Min2(a, b) ELSE Max2(a, b)
 
 \* findEpochEntryByOffset: the index of the first entry with start <= off < end (the last ends at +inf);
 \* 0 if none

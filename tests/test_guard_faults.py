@@ -10,7 +10,14 @@ import pytest
 from rmqha.impl import bugs as B
 from rmqha.impl.controller.node import _connection_number
 from rmqha.impl.rng import DetRng
-from rmqha.impl.sim.actions import ADVERSARIAL_KINDS, DEFAULT_WEIGHTS, FAULT_KINDS, GUARD_KINDS, Action
+from rmqha.impl.sim.actions import (
+    ADVERSARIAL_KINDS,
+    DEFAULT_WEIGHTS,
+    FAULT_KINDS,
+    GUARD_KINDS,
+    UNWEIGHED_GUARD_KINDS,
+    Action,
+)
 from rmqha.impl.sim.config import config_from_dict, default_config
 from rmqha.impl.sim.faults import FaultGenerator, explicit_from_trace, validate_actions
 from rmqha.impl.sim.runner import run, run_header
@@ -43,7 +50,12 @@ def test_the_new_kinds_are_off_unless_the_config_turns_them_on():
     assert set(every) & GUARD_KINDS == GUARD_KINDS
     named = config_from_dict({"faults": {"weights": {"ha-dup": 2.0}}}, default_config("safe"))
     assert dict(FaultGenerator(named.faults, DetRng(1)).weights)["ha-dup"] == 2.0
-    assert GUARD_KINDS <= set(DEFAULT_WEIGHTS) and GUARD_KINDS <= set(FAULT_KINDS)
+    assert GUARD_KINDS - UNWEIGHED_GUARD_KINDS <= set(DEFAULT_WEIGHTS) and GUARD_KINDS <= set(FAULT_KINDS)
+    # a kind added later has no default weight: an adversarial header that does not weigh it draws as it did
+    assert not UNWEIGHED_GUARD_KINDS & set(DEFAULT_WEIGHTS)
+    old = config_from_dict({"faults": {"weights": {}}}, default_config("adversarial"))
+    old.faults.weights = {}
+    assert not set(dict(FaultGenerator(old.faults, DetRng(1)).weights)) & UNWEIGHED_GUARD_KINDS
     # the settings are quiet: a header that does not use them does not name them (old headers replay as they were)
     text = json.dumps(default_config("safe").to_dict())
     assert "guards" not in text and "adversarial" not in text and "interleave" not in text
@@ -120,6 +132,34 @@ def test_adversarial_reorder_reaches_the_contiguity_check():
     guarded = _run(sched, max_time=30000)
     assert guarded.violation is None
     assert "master pushed offset not equal the max phy offset in slave" in (guarded.text or "")
+
+
+def test_one_flipped_bit_never_makes_a_frame_state_another_valid_state():
+    from rmqha.impl.ha.frames import HANDSHAKE, TRANSFER
+    from rmqha.impl.sim.world import corrupt_state_word
+
+    for state in (HANDSHAKE, TRANSFER):
+        frame = state.to_bytes(4, "big") + b"rest"
+        for bit in range(32):
+            out = corrupt_state_word(frame, bit)
+            assert out[4:] == b"rest" and int.from_bytes(out[:4], "big", signed=True) not in (HANDSHAKE, TRANSFER)
+
+
+@pytest.mark.parametrize("node", ["b1", "b2", "b3"])
+def test_adversarial_corruption_is_refused_and_the_connection_recovers(node):
+    """ha-corrupt: every frame into ``node`` for 600 ms arrives with its state word corrupted to READY or SUSPEND (the
+    slave's reader, or the master's, raises FrameError and the connection closes, as RocketMQ's readers refuse a
+    state they do not expect); the slave reconnects and catches up, nothing breaks."""
+    sched = [{"t": 7000, "do": "produce", "count": 2},
+             {"t": 8000, "do": "ha-fault", "node": node, "mode": "corrupt", "p": 1.0, "until": 8600},
+             {"t": 8100, "do": "produce", "count": 3}, {"t": 20000, "do": "produce", "count": 1}]
+    r = _run(sched, max_time=40000)
+    assert r.violation is None, r.violation
+    errors = [o for s in _steps(r.text or "") for o in s.get("obs", []) if o["k"] == "ha.frame-error"]
+    assert errors and all(o["error"].split("state ")[1][0] in "03" for o in errors), errors
+    end = [s for s in _steps(r.text or "") if s["ev"] == "act" and s["act"]["do"] == "produce"][-1]["t"]
+    appends = [s["t"] for s in _steps(r.text or "") for o in s.get("obs", []) if o["k"] == "ha.slave-append"]
+    assert any(t > end for t in appends)  # replication goes on after the corruption
 
 
 def test_adversarial_request_replay_reaches_the_sync_state_set_epoch_check():

@@ -65,6 +65,19 @@ MUTANTS: list[Mutant] = [
            "end = rec.offset // rec.size",
            "safe:1", "SYNC-CONFIRM-BOUND",
            "CommitLog.recover: a message ends at its offset plus its size"),
+    # From the survivors of acc6eff, killed since by the stages added for them (issue 21 item 6)
+    Mutant("m582117d", "impl/ha/client.py",
+           "if slave_max != 0 and slave_max != frame.offset",
+           "if slave_max != -1 and slave_max != frame.offset",
+           "new-replica:1", "LIVE-HA-TRANSFER",
+           "AutoSwitchHAClient.processReadResult: a slave whose log is empty (max offset 0) takes the master's first "
+           "transfer where it starts (a new replica of a set whose logs start past 0)"),
+    Mutant("m084c460", "impl/store/epoch_cache.py",
+           "for j, e in enumerate(ours):",
+           "for j, e in []:",
+           "fresh:6", "LIVE-HA-TRANSFER",
+           "EpochFileCache.findConsistentPoint with fix-epoch-eq-replaces-empty-epoch: a slave's entry its master "
+           "replaced (a failover on empty logs) is consistent up to its start"),
     # Not from the measured sample: its controller mutants were killed by crashes or by conformance only
     # (docs/mutation.md); this one is hand-made, and killed by the same campaign.
     Mutant("hand-unclean-flag", "impl/controller/replicas_info.py",

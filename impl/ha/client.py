@@ -299,7 +299,7 @@ class AutoSwitchHAClient:
                                 "path": "AutoSwitchHAClient", "replaced": replaced})
         if frame.body:
             self.host.observe_slave_append(frame.offset, len(frame.body))
-            store.commitlog.append_data(frame.body)
+            store.commitlog.append_data(frame.body, frame.offset)
             self.host.on_slave_appended()
         if B.SLAVE_CONFIRMS_OWN_MAX in self.service.bugs:  # the deviation: its own max, what it reports next
             store.set_confirm_offset(store.max_phy_offset)

@@ -161,7 +161,7 @@ class ExpandQueues(_Base):
     by: NotRequired[int]
 
 
-TamperMode = Literal["dup", "reorder", "replay"]
+TamperMode = Literal["dup", "reorder", "replay", "corrupt"]
 TrapPoint = Literal["confirm-split", "empty-epoch", "role-change", "torn-write"]
 
 
@@ -169,7 +169,8 @@ class HaFault(_Base):
     """Adversarial, beyond TCP: until ``until``, HA writes *into* ``node`` are tampered with, each with probability
     ``p``: ``dup`` (the write arrives twice, the copy right behind it), ``reorder`` (it arrives after the next write
     on its stream), ``replay`` (on ``node``'s next new HA connection, after the first two writes it receives there,
-    the last write it received on its previous connection arrives again)."""
+    the last write it received on its previous connection arrives again), ``corrupt`` (one bit of its first word, the
+    frame's state, arrives flipped)."""
 
     do: Literal["ha-fault"]
     node: str
@@ -291,6 +292,8 @@ FAULT_KINDS: dict[str, str] = {
                   "one",
     "ha-replay": "adversarial (beyond TCP): a broker's next HA connection gets the last write of its previous one "
                  "again",
+    "ha-corrupt": "adversarial (beyond TCP): for a while, an HA write into a broker sometimes arrives with one bit of "
+                  "its frame state word flipped (a corruption TCP's checksum missed); every reader refuses the frame",
     "ha-stale-tail": "TCP-faithful: a broker's HA connections close (a reset, or its crash and restart) and what it "
                      "had sent, with its FIN, reaches the peer late: the peer meets the next connection first",
     "stale-request": "TCP-faithful: a broker's link to the controller holds its requests (TCP retransmits); the "
@@ -331,11 +334,17 @@ GUARD_WEIGHTS: dict[str, float] = {
 }
 DEFAULT_WEIGHTS.update(GUARD_WEIGHTS)
 
-GUARD_KINDS: frozenset[str] = frozenset(GUARD_WEIGHTS)
+LATE_GUARD_WEIGHTS: dict[str, float] = {"ha-corrupt": 0.4}
+"""Kinds at the guards added after traces of the profiles that draw the others by default were written: no default
+weight, so that such a header (which does not weigh them) draws exactly what it drew then. The adversarial profile
+weighs them with these weights, and so does the fuzz's adversarial draw (after its other draws)."""
+UNWEIGHED_GUARD_KINDS: frozenset[str] = frozenset(LATE_GUARD_WEIGHTS)
+
+GUARD_KINDS: frozenset[str] = frozenset(GUARD_WEIGHTS) | UNWEIGHED_GUARD_KINDS
 """The fault kinds of issue 21 (faults where the guards are): off unless ``[faults] guards`` (the TCP-faithful
 ones), ``[faults] adversarial`` (``ADVERSARIAL_KINDS``) or ``[faults] weights`` turns them on."""
 
-ADVERSARIAL_KINDS: frozenset[str] = frozenset({"ha-dup", "ha-reorder", "ha-replay", "rpc-replay"})
+ADVERSARIAL_KINDS: frozenset[str] = frozenset({"ha-dup", "ha-reorder", "ha-replay", "ha-corrupt", "rpc-replay"})
 """Kinds beyond what TCP does (docs/trace-format.md): within one connection TCP never duplicates or reorders bytes,
 never delivers a closed connection's bytes on another, and never delivers a request twice. They exercise RocketMQ's
 guards as an adversary would; the other kinds are faults a real deployment sees."""

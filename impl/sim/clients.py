@@ -41,7 +41,7 @@ class ProducerNode(Actor):
     def start(self) -> None:
         Periodic(self, "updateTopicRouteInfoFromNameServer", 10, self.cfg.route_refresh, self._refresh_route)
         if self.cfg.produce_interval > 0:
-            self.after(self.rng.exp_ms(self.cfg.produce_interval), self._auto_send)
+            self.after(self.cfg.produce_start + self.rng.exp_ms(self.cfg.produce_interval), self._auto_send)
 
     def _auto_send(self) -> None:
         self.produce(1)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..config import BrokerConfig, ControllerConfig, MessageStoreConfig
-from .actions import FAULT_KINDS
+from .actions import FAULT_KINDS, LATE_GUARD_WEIGHTS
 
 
 class ConfigError(ValueError):
@@ -63,6 +63,9 @@ class WorkloadConfig:
     """Producers and consumers."""
 
     produce_interval: int = _sim(400, "mean time between two sends")
+    produce_start: int = _sim(0, "the producer's background sending begins this long after boot (a topic that stays "
+                              "quiet at first: a failover before its first message finds every log empty)",
+                              quiet=True)
     message_size_min: int = _sim(48, "smallest message body (bytes)")
     message_size_max: int = _sim(600, "largest message body (bytes)")
     send_timeout: int = _sim(3000, "producer sendMsgTimeout")
@@ -121,6 +124,11 @@ class SimConfig:
                                  quiet=True)
     base_offset: int = _sim(0, "physical offset at which every broker's commit log starts (a long history, older "
                             "files deleted): offsets past 2^31 and 2^32 with a small log", quiet=True)
+    join_at: int = _sim(0, "the set's last broker starts this long after boot (0: at boot), on a new, empty store "
+                        "at offset 0 whatever base_offset says: a replica added to a running set. Its first HA "
+                        "transfer starts at its master's min offset (AutoSwitchHAConnection: a slave request of 0), "
+                        "and its first append creates its first mapped file there. Generated runs schedule the "
+                        "start as a restart action", quiet=True)
     interleave: bool = _sim(False, "a broker's long steps run in sub-steps that other events interleave with, as "
                             "RocketMQ's threads do: a role change (ReplicasManager.changeToMaster / changeToSlave: "
                             "the SyncStateSet, the HA service's switch with its epoch append, the wait for dispatch, "
@@ -228,9 +236,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # safe, with the TCP-faithful faults at the guards (issue 21) at their default weights and the broker's long
     # steps interleaved (role changes and the reput in sub-steps)
     "guards": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True}, "sim": {"interleave": True}},
-    # the guards profile with the adversarial faults too (beyond TCP: duplicated, reordered and replayed HA writes,
-    # replayed controller requests)
-    "adversarial": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True, "adversarial": True},
+    # the guards profile with the adversarial faults too (beyond TCP: duplicated, reordered, replayed and corrupted HA
+    # writes, replayed controller requests)
+    "adversarial": {"store": {"allAckInSyncStateSet": True},
+                    "faults": {"guards": True, "adversarial": True, "weights": dict(LATE_GUARD_WEIGHTS)},
                     "sim": {"interleave": True}},
     # safe, with the store's edges in reach: small mapped files (48 KiB) and messages up to 16 KiB, so files end in
     # long fillers and a slave's 32 KiB catch-up batches (haTransferBatchSize) end inside messages and fillers (a
@@ -239,6 +248,12 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "storage": {"store": {"allAckInSyncStateSet": True, "mappedFileSizeCommitLog": 48 * 1024},
                 "workload": {"message_size_max": 16 * 1024}, "sim": {"file_boundaries": True},
                 "faults": {"weights": {"crash-torn-write": 2.0}}},
+    # safe, on a new cluster whose topic stays quiet for its first 30 s: a failover in that time finds every log
+    # empty, so a new master's epoch starts where the last one does (QUIRK-EPOCH-EQ; F-EPOCH-EQ-SPLICE's shape), and a
+    # slave that recorded the first epoch from a heartbeat holds an entry the new master replaced
+    "fresh": {"store": {"allAckInSyncStateSet": True}, "workload": {"produce_start": 30_000}},
+    # large-logs, with a replica added 20 s in: its empty store starts at 0, its master's log past 2^32
+    "new-replica": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536, "join_at": 20_000}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},
@@ -333,7 +348,9 @@ def validate(cfg: Config) -> None:
                                         cfg.network.ha_fragment)),
          "[network] probabilities must be in [0, 1]"),
         (0 <= cfg.sim.base_offset <= 1 << 62, "[sim] base_offset must be between 0 and 2^62"),
+        (cfg.sim.join_at >= 0, "[sim] join_at must be >= 0"),
         (cfg.workload.produce_interval >= 0, "[workload] produce_interval must be >= 0 (0: no producer)"),
+        (cfg.workload.produce_start >= 0, "[workload] produce_start must be >= 0"),
         (8 <= cfg.workload.message_size_min <= cfg.workload.message_size_max <= 1 << 20,
          "[workload] need 8 <= message_size_min <= message_size_max <= 1 MiB"),
         (cfg.workload.consume_interval >= 0, "[workload] consume_interval must be >= 0"),

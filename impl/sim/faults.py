@@ -32,8 +32,9 @@ from .actions import (
 )
 from .config import FaultConfig
 
-TAMPER: dict[str, TamperMode] = {"ha-dup": "dup", "ha-reorder": "reorder", "ha-replay": "replay"}
 MOVED_PORTS = (10921, 10931, 10941)  # listenPorts a moved broker may come back on (BrokerConfig.listenPort 10911)
+TAMPER: dict[str, TamperMode] = {"ha-dup": "dup", "ha-reorder": "reorder", "ha-replay": "replay",
+                                 "ha-corrupt": "corrupt"}
 POINTS: dict[str, TrapPoint] = {"crash-split-confirm": "confirm-split", "crash-role-change": "role-change",
                                 "crash-empty-epoch": "empty-epoch", "crash-torn-write": "torn-write"}
 
@@ -266,7 +267,7 @@ class FaultGenerator:
         rng = self.rng
         if not free:
             return []
-        if kind in ("ha-dup", "ha-reorder", "ha-replay"):
+        if kind in TAMPER:
             until = self._heal_at(now)
             tamper: HaFault = {"t": now, "do": "ha-fault", "node": rng.choice(free), "mode": TAMPER[kind],
                                "p": rng.choice([0.1, 0.3, 1.0]), "until": until}

@@ -86,6 +86,21 @@ MSG, TIMER, HA, HA_OPEN, HA_RESULT, CHAN, ACT, GEN, REPLAY = range(9)
 assert (ACT, GEN, REPLAY + 1) == (SETTLE_ACT, SETTLE_GEN, SETTLE)
 
 
+def corrupt_state_word(data: bytes, bit: int) -> bytes:
+    """``data`` (an HA write: one whole frame, the state word first) with bit ``bit`` of its first 32-bit word
+    flipped. One flipped bit never turns HANDSHAKE (1) into TRANSFER (2) or back. ha-corrupt flips one of the two
+    low bits: the state becomes READY (0) or SUSPEND (3), a state of HAConnectionState that no reader expects, so
+    AutoSwitchHAClient.HAClientReader.processReadResult ("State not matched": returns false, closeMasterAndWait) and
+    AutoSwitchHAConnection's ReadSocketService.processReadResult ("Current state illegal": returns false, the
+    connection closes) refuse it, as the kit's readers do (FrameError). A higher bit would give a state past
+    HAConnectionState.values(): 5.3.3's client then throws inside processReadResult, whose catch returns true, and it
+    keeps the connection and re-reads the same bytes; the kit, which closes at once, does not model that, so the
+    fault does not go there. The other header fields are left alone: RocketMQ's frames carry no checksum, so a
+    corrupted offset or body size would be taken as sent, by RocketMQ and the kit alike."""
+    word = int.from_bytes(data[:4], "big") ^ (1 << bit)
+    return word.to_bytes(4, "big") + data[4:]
+
+
 @dataclass
 class Stream:
     conn: int
@@ -186,6 +201,10 @@ class Simulation(WorldView):
         self.clients = ["p1", "c1", "admin"]
         self.all_nodes = [self.nameserver, *self.controllers, *self.brokers, *self.clients]
         self.disks = {b: BrokerDisk.fresh(cfg.sim.base_offset) for b in self.brokers}
+        # [sim] join_at: the last broker is a replica added later, on a new store (empty, at offset 0)
+        self.joining = self.brokers[-1] if cfg.sim.join_at > 0 and cfg.cluster.mode == "controller" else None
+        if self.joining is not None:
+            self.disks[self.joining] = BrokerDisk()
         for disk in self.disks.values():
             disk.keep_residue = cfg.sim.file_residue and B.FIX_TRUNCATE_CLEARS_FILE not in bugs
         self.ctl_disks = {c: ControllerDisk() for c in self.controllers}
@@ -233,6 +252,8 @@ class Simulation(WorldView):
         if schedule is None:
             self.generator = FaultGenerator(cfg.faults, root.fork("faults"))
             self._push(self.generator.first_time(0), GEN, None)
+            if self.joining is not None:  # in the trace as an action: an explicit schedule from it starts it too
+                self.schedule_action({"t": cfg.sim.join_at, "do": "restart", "node": self.joining})
         else:
             for action in schedule:
                 self.schedule_action(action)
@@ -262,7 +283,7 @@ class Simulation(WorldView):
     def _boot(self) -> None:
         self._step_event = {"ev": "boot"}
         for name in self.all_nodes:
-            if self.cfg.cluster.mode == "legacy" and name in self.ctl_disks:
+            if (self.cfg.cluster.mode == "legacy" and name in self.ctl_disks) or name == self.joining:
                 continue
             self._start(name)
         self._finish_step()
@@ -664,13 +685,18 @@ class Simulation(WorldView):
         self._write_pieces(s, direction, data)
 
     def _tamper(self, s: Stream, direction: int, dst: str, data: bytes) -> bool:
-        """ha-fault (adversarial): a write into ``dst`` duplicated, held to follow the next one, or followed by the
-        replay of its previous connection's last write. True when the write has been dealt with here."""
+        """ha-fault (adversarial): a write into ``dst`` duplicated, held to follow the next one, followed by the
+        replay of its previous connection's last write, or with its frame state word corrupted. True when the write
+        has been dealt with here."""
         modes = self.ha_faults[dst]
         now = self.now
         replay = modes.get("replay")
         if replay is not None and now < replay[1]:
             self.last_in[dst] = data
+        sent = data
+        corrupt = modes.get("corrupt")
+        if corrupt is not None and now < corrupt[1] and len(data) >= 4 and self.rng_guard.chance(corrupt[0]):
+            data = corrupt_state_word(data, self.rng_guard.between(0, 1))
         pending: bytes | None = None
         replayed = s.replay[direction]
         if replayed is not None:
@@ -690,7 +716,7 @@ class Simulation(WorldView):
             out.insert(1, data)
         if pending is not None:
             out.append(pending)
-        if out == [data]:
+        if out == [sent]:
             return False
         for piece in out:
             self._write_pieces(s, direction, piece)

@@ -30,7 +30,7 @@ from ..config import MessageStoreConfig
 from .disk import BrokerDisk
 from .epoch_cache import EpochFileCache
 from .message import END_FILE_MIN_BLANK_LENGTH, Record, body_for, check, encode, encode_blank, queue_body, queue_of
-from .offsets import base_of
+from .offsets import BasedLog, base_of
 
 PAGE = 4096
 
@@ -140,8 +140,16 @@ class CommitLog:
         self._index()
         return offset, len(raw)
 
-    def append_data(self, data: bytes) -> None:
-        """Slave append of a transferred byte range at the current end (``appendData``)."""
+    def append_data(self, data: bytes, offset: int | None = None) -> None:
+        """Slave append of a transferred byte range at the current end (``appendData``). ``offset``: where the
+        master's frame puts it. A log with no byte yet (a new store) whose first range starts past its end starts
+        there: ``MappedFileQueue.getLastMappedFile(startOffset)`` creates the first mapped file at ``startOffset -
+        startOffset % mappedFileSize``, which is ``startOffset`` itself, since a master starts an empty slave at a
+        file start (its min offset, or its last file's start with syncFromLastFile)."""
+        if offset is not None and offset > self.max_offset == self.min_offset:
+            self.disk.commitlog = BasedLog(offset)
+            self.disk.flushed = offset
+            self.parsed_upto = offset
         self.disk.commitlog += data
         self.version += 1
         self._index()
@@ -415,6 +423,8 @@ class MessageStore:
         buf = self.commitlog.data
         limit = len(buf)
         n = 0
+        if self.reput_from_offset < self.commitlog.min_offset:  # doReput: "The reputFromOffset ... is smaller than
+            self.reput_from_offset = self.commitlog.min_offset  # minPyOffset": from the log's first file on
         if self._resume_at >= 0 and end >= self._resume_at:  # dispatch-skips-range: over the message it waited for
             self.reput_from_offset = max(self.reput_from_offset, self._resume_at)
             self._resume_at = -1
