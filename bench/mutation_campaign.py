@@ -58,7 +58,7 @@ from typing import Any
 
 DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
                   "legacy-async:1")
-SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults",
+SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "ctl", "legacy-sync", "legacy-async", "defaults",
                 "power-loss", "large-logs")
 SIM_STEPS = 20_000
 CONFORM_STEPS = 5_000

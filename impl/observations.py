@@ -115,6 +115,22 @@ class CtlStepDown(TypedDict):
     term: int
 
 
+class CtlRole(TypedDict):
+    """A replicated group's node became a follower, or changed the leader or term it knows (``_become_follower``):
+    its term, leader and role before and after; a leader that stepped down also says how many members (itself
+    included) answered its pushes within ``maxHeartBeatLeak`` heartbeats, and how long it led."""
+
+    k: Literal["ctl.role"]
+    n: NotRequired[str]
+    term: int
+    leader: str | None
+    wasTerm: int
+    was: str
+    wasLeader: str | None
+    acked: NotRequired[int]
+    ledFor: NotRequired[int]
+
+
 class CtlReplay(TypedDict):
     """A restarted controller node rebuilt its state from its log (a JRaft node with a snapshot: loaded it first,
     ``snapshot`` entries, and replayed the committed entries after it)."""
@@ -599,7 +615,7 @@ class BrkState(TypedDict):
 
 NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
-    | CtlElected | CtlStepDown | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
+    | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
     | BrkControllerUnreachable | BrkPoint
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
@@ -618,7 +634,7 @@ Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination | Rea
 
 ObsKind = Literal[
     "ctl.apply", "ctl.result", "ctl.validate", "ctl.error", "ctl.append-timeout", "ctl.leader", "ctl.follower",
-    "ctl.candidate", "ctl.elected", "ctl.step-down", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
+    "ctl.candidate", "ctl.elected", "ctl.step-down", "ctl.role", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
     "ctl.install-snapshot", "ctl.inactive",
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
     "brk.controller-unreachable", "brk.point",

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
 from ..codes import RequestCode
+from ..observations import CtlRole
 from ..runtime import Command, Future
 from .log import LogEntry
 from .replicas_info import entry_from_dict
@@ -132,11 +133,19 @@ class Replication:
 
     def _become_follower(self, term: int, leader: str | None) -> None:
         was_leader = self.role == LEADER
+        before = (self.state.term, self.role, self.leader_id)
         if term > self.state.term:
             self.state.term = term
             self.state.voted_for = None
         self.role = FOLLOWER
         self.leader_id = leader
+        if before != (self.state.term, FOLLOWER, leader):  # CTL-LEADER-KEPT: what the node knew, what it knows
+            change: CtlRole = {"k": "ctl.role", "term": self.state.term, "leader": leader, "wasTerm": before[0],
+                               "was": before[1], "wasLeader": before[2]}
+            if was_leader:  # DLedgerLeaderElector.maintainAsLeader's evidence: who acked within maxHeartBeatLeak beats
+                change["acked"] = self._acked()
+                change["ledFor"] = self.node.now - self.leader_since
+            self.node.emit(change)
         self.node.cancel(self._heartbeat_timer)
         self._heartbeat_timer = None
         self._reset_election()
@@ -232,14 +241,19 @@ class Replication:
         if self.role != LEADER:
             return
         window = MAX_HEARTBEAT_LEAK * HEARTBEAT
-        acked = 1 + sum(1 for p in self.peers if self.last_ack.get(p, -1) >= self.node.now - window)
-        if acked < self.quorum and self.node.now - self.leader_since > window:
+        if self._acked() < self.quorum and self.node.now - self.leader_since > window:
             self.node.emit({"k": "ctl.step-down", "term": self.state.term})
             self._become_follower(self.state.term, None)
             return
         for p in self.peers:
             self._push(p)
         self._heartbeat_timer = self.node.after(HEARTBEAT, self._heartbeat)
+
+    def _acked(self) -> int:
+        """The members (this leader included) that answered one of its pushes within the last ``MAX_HEARTBEAT_LEAK``
+        heartbeats."""
+        since = self.node.now - MAX_HEARTBEAT_LEAK * HEARTBEAT
+        return 1 + sum(1 for p in self.peers if self.last_ack.get(p, -1) >= since)
 
     def _push(self, peer: str) -> None:
         start = self.next_index.get(peer, len(self.entries))
@@ -378,6 +392,7 @@ class Replication:
     def _mark_committed(self, upto: int) -> None:
         for entry in self.entries[self.commit:upto]:
             entry.committed = True
+            entry.committed_at = self.node.now
         self.commit = upto
         self._schedule_apply()
 

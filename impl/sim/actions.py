@@ -186,7 +186,8 @@ class HaStale(_Base):
 
 class RpcReplay(_Base):
     """Adversarial, beyond TCP: until ``until``, each request ``node`` sends to a controller is, with probability
-    ``p``, delivered again ``lag`` ms later (the same request, processed twice)."""
+    ``p``, delivered again ``lag`` ms later (the same request, processed twice). A controller node's requests are its
+    messages to the other nodes of its group (``ctl-replay``)."""
 
     do: Literal["rpc-replay"]
     node: str
@@ -289,6 +290,9 @@ FAULT_KINDS: dict[str, str] = {
                      "successor's",
     "rpc-replay": "adversarial (beyond TCP): for a while, a broker's controller requests are sometimes delivered "
                   "again seconds later",
+    "ctl-replay": "adversarial (beyond TCP): for a while, one controller node's messages to the other nodes of its "
+                  "group (vote requests, pushes, their answers) are sometimes delivered again seconds later (3-node "
+                  "group; off unless [faults] weights names it)",
     "crash-split-confirm": "kill -9 a broker the first time its confirmOffset lies inside a message, restart later",
     "crash-role-change": "kill -9 a broker between two sub-steps of its next role change, restart later",
     "crash-empty-epoch": "kill -9 a broker between an epoch entry's append and the first byte written under it, "

@@ -183,6 +183,11 @@ class FaultGenerator:
                 return []
             return [{"t": now, "do": "slow-apply", "node": rng.choice(up), "extra": rng.between(2000, 8000),
                      "duration": rng.between(1000, 8000)}]
+        if kind == "ctl-replay":  # the group's own messages replayed (DLedger's RPCs are requests too)
+            if len(ctls) == 1:
+                return []
+            return [{"t": now, "do": "rpc-replay", "node": rng.choice(ctls), "lag": rng.between(500, 10_000),
+                     "p": rng.choice([0.3, 1.0]), "until": self._heal_at(now)}]
         if kind == "restart-consumer":
             if not world.is_up("c1") or "c1" in self.busy:
                 return []
