@@ -27,3 +27,4 @@ class LogEntry:
     future: Future = field(default_factory=Future)
     term: int = 0  # the replicated group's term (``[cluster] controllers > 1``)
     committed_at: int = -1  # when this node learnt it committed (a replicated group's node; LIVE-CTL-APPLIED)
+    applied_at: int = -1  # when this node applied it (the same; -1: not yet, or through a snapshot)

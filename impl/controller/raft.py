@@ -409,6 +409,7 @@ class Replication:
         self._apply_timer = None
         while self.node.applied < self.commit:
             entry = self.entries[self.node.applied]
+            entry.applied_at = self.node.now
             self.node.apply_committed(entry)
 
     def slow_apply(self, extra_ms: int, duration_ms: int) -> None:

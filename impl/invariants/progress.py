@@ -332,7 +332,8 @@ def ctl_leader(ctx: Context, at: Settle) -> Violated | None:
            exceptions="one controller node; a node down at the check; no leader (LIVE-CTL-LEADER)")
 def ctl_applied(ctx: Context, at: Settle) -> Violated | None:
     """After the heal point and its settle bound, every node of a replicated controller group has applied every entry
-    its leader committed more than two heartbeats ago (the push that carries the commit position, and its delivery)."""
+    its leader committed more than two heartbeats ago (the push that carries the commit position, and its delivery),
+    and applied every entry it learnt committed after the heal point within two heartbeats of learning it."""
     nodes = _group(ctx)
     if nodes is None:
         return None
@@ -352,6 +353,17 @@ def ctl_applied(ctx: Context, at: Settle) -> Violated | None:
                             + (f"at {when} ms, more than {lag} ms ago" if when >= 0 else "before its snapshot"),
                             node=n.name, applied=n.applied, commit=None if n.repl is None else n.repl.commit,
                             leaderCommit=commit)
+    for n in nodes:
+        for e in n.disk.entries[n.disk.first_index:]:
+            if e.committed_at < at.heal:
+                continue
+            done = e.applied_at if e.index < n.applied else now
+            if e.applied_at != -1 or e.index >= n.applied:  # -1 below the apply position: through a snapshot
+                if done - e.committed_at > lag:
+                    return violated(f"{_since(ctx, at)}: {n.name} learnt entry {e.index} committed at "
+                                    f"{e.committed_at} ms and " + (f"applied it at {done} ms" if e.index < n.applied
+                                                                    else "has not applied it")
+                                    + f", more than {lag} ms later", node=n.name, index=e.index)
     return None
 
 

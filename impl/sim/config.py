@@ -217,8 +217,10 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                                      "slow-apply": 0.5}}},
     # safe, with a 3-node DLedger controller group under the controller faults only at higher weights (its leader
     # crashed, cut or restarted, any node crashed, slow applies, lossy and slow RPCs, the group's own messages
-    # replayed): the settle tail's LIVE-CTL-* checks see how the group elects, keeps its leader and applies
-    "ctl": {"cluster": {"controllers": 3}, "store": {"allAckInSyncStateSet": True},
+    # replayed), reads logged too (isProcessReadEvent: the brokers' periodic reads keep the log moving): the settle
+    # tail's LIVE-CTL-* checks see how the group elects, keeps its leader and applies
+    "ctl": {"cluster": {"controllers": 3}, "controller": {"isProcessReadEvent": True},
+            "store": {"allAckInSyncStateSet": True},
             "faults": {"weights": {"crash-controller-leader": 2.0, "isolate-controller-leader": 2.0,
                                    "crash-controller": 1.0, "slow-apply": 2.0, "ctl-replay": 1.5,
                                    "lossy-network": 1.5}}},
