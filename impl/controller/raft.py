@@ -245,8 +245,10 @@ class Replication:
             self.node.emit({"k": "ctl.step-down", "term": self.state.term})
             self._become_follower(self.state.term, None)
             return
+        idle_skip = B.LEADER_SKIPS_IDLE_HEARTBEAT in self.node.bugs
         for p in self.peers:
-            self._push(p)
+            if not idle_skip or self.next_index.get(p, 0) < len(self.entries):
+                self._push(p)
         self._heartbeat_timer = self.node.after(HEARTBEAT, self._heartbeat)
 
     def _acked(self) -> int:
@@ -294,7 +296,7 @@ class Replication:
         match = prev + len(body["entries"])
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": match})
         new_commit = min(body["commit"], match)
-        if new_commit > self.commit:
+        if new_commit > self.commit and (body["entries"] or B.FOLLOWER_COMMITS_WITH_ENTRIES not in self.node.bugs):
             self._mark_committed(new_commit)
 
     # ---------------------------------------------------------------------------- JRaft snapshots
@@ -354,7 +356,7 @@ class Replication:
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": index})
 
     def on_append_reply(self, src: str, term: int, body: dict[str, Any]) -> None:
-        if term > self.state.term:
+        if term > self.state.term or (term < self.state.term and B.STALE_REPLY_DEPOSES in self.node.bugs):
             self._become_follower(term, None)
             return
         if self.role != LEADER or term != self.state.term:

@@ -292,8 +292,8 @@ def _group(ctx: Context) -> list[ControllerNode] | None:
 @invariant("LIVE-CTL-LEADER", layer="controller", settle=ctl_terms,
            source="DLedgerLeaderElector.maintainAsLeader (a heartbeat every heartBeatTimeIntervalMs), "
                   "maintainAsFollower (a follower that hears no heartbeat for maxHeartBeatLeak beats campaigns), "
-                  "handleHeartBeat (a heartbeat of the current term names the leader); JRaft NodeImpl (electionTimeout, "
-                  "the leader's heartbeats)",
+                  "handleHeartBeat (a heartbeat of the current term names the leader); JRaft NodeImpl "
+                  "(electionTimeout, the leader's heartbeats)",
            exceptions="one controller node (it leads by itself); a node down at the check")
 def ctl_leader(ctx: Context, at: Settle) -> Violated | None:
     """After the heal point and its settle bound, a replicated controller group has a leader at the highest term of

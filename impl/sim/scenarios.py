@@ -191,6 +191,26 @@ SCENARIOS: dict[str, Scenario] = {
                  story="A 3-node controller group: the leader ctl1 dies while ctl2 and ctl3 cannot reach each other; "
                        "each keeps timing out into a new term alone. ctl1 returns, and while both candidates stand at "
                        "the same term it gives each its vote: two leaders of one term."),
+        Scenario(B.LEADER_SKIPS_IDLE_HEARTBEAT, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
+                 story="A 3-node controller group with nothing to do once the brokers have registered: with the "
+                       "switch its leader sends no heartbeat, the followers time out and elect again and again, so "
+                       "the leader of the check was elected within the quiet window."),
+        Scenario(B.FOLLOWER_COMMITS_WITH_ENTRIES, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
+                 story="A 3-node controller group: the brokers register, then the group is idle. With the switch the "
+                       "followers take the leader's commit position only from pushes that bring entries, so the last "
+                       "registrations stay unapplied on them for good."),
+        Scenario(B.STALE_REPLY_DEPOSES, 1, 30000,
+                 [{"t": 9000, "do": "rpc-replay", "node": "ctl1", "lag": 5500, "p": 1.0, "until": 9600},
+                  {"t": 9000, "do": "rpc-replay", "node": "ctl3", "lag": 5500, "p": 1.0, "until": 9600},
+                  {"t": 9700, "do": "partition", "id": "cut",
+                   "links": [[a, b] for o in ("ctl1", "ctl3", "b1", "b2", "b3")
+                             for a, b in (("ctl2", o), (o, "ctl2"))]},
+                  {"t": 14000, "do": "heal", "id": "cut"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Adversarial (beyond TCP): the answers ctl1 and ctl3 send to their leader ctl2 for 600 ms are "
+                       "delivered again 5.5 s later. ctl2 is cut off meanwhile, ctl3 is elected in term 2, and once "
+                       "the cut heals ctl2 follows ctl3; the old answers of term 1 then reach it, and with the switch "
+                       "it drops the leader it knows."),
         Scenario(B.APPEND_SPANS_FILE, 1, 20000,
                  [{"t": 9000, "do": "produce", "count": 40, "size": 500}],
                  config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,
