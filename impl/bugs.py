@@ -52,6 +52,7 @@ JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 LEADER_SKIPS_IDLE_HEARTBEAT = "leader-skips-idle-heartbeat"
 FOLLOWER_COMMITS_WITH_ENTRIES = "follower-commits-with-entries"
 STALE_REPLY_DEPOSES = "stale-reply-deposes"
+VOTE_GRANTS_OLDER_TERM = "vote-grants-older-term"
 APPEND_SPANS_FILE = "append-spans-file"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
 
@@ -335,6 +336,13 @@ BUGS: dict[str, Bug] = {
             "A controller node that receives an answer to a push carrying an older term (one delayed across an "
             "election) takes it as a sign of a new term and drops the leader it knows, or its leadership.",
             kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(VOTE_GRANTS_OLDER_TERM, "CTL-VOTE-CANDIDATE",
+            "DLedgerLeaderElector.handleVote (request.getTerm() < memberState.currTerm(): REJECT_EXPIRED_VOTE_TERM)",
+            "synthetic (the expired-term test left out: only the ledger and the vote of the node's own term are "
+            "checked)",
+            "A controller node grants a vote request of an older term (one delayed across an election) when it has "
+            "not voted in its own term and the requester's log is up to date: it records a vote of its term for a "
+            "node that never asked for it.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
         Bug(APPEND_SPANS_FILE, "STORE-NO-SPAN-FILE",
             "CommitLog.DefaultAppendMessageCallback.doAppend (END_OF_FILE when msgLen + 8 > maxBlank)",
             "synthetic (the master appends a message across the end of a mapped file, without the filler)",

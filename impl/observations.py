@@ -103,6 +103,10 @@ class CtlCandidate(TypedDict):
     term: int
 
 
+CtlVote = TypedDict("CtlVote", {"k": Literal["ctl.vote"], "n": NotRequired[str], "term": int, "for": str})
+"""A node of a replicated group granted its vote of ``term`` to candidate ``for``."""
+
+
 class CtlElected(TypedDict):
     k: Literal["ctl.elected"]
     n: NotRequired[str]
@@ -615,7 +619,7 @@ class BrkState(TypedDict):
 
 NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
-    | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
+    | CtlVote | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
     | BrkControllerUnreachable | BrkPoint
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
@@ -634,7 +638,7 @@ Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination | Rea
 
 ObsKind = Literal[
     "ctl.apply", "ctl.result", "ctl.validate", "ctl.error", "ctl.append-timeout", "ctl.leader", "ctl.follower",
-    "ctl.candidate", "ctl.elected", "ctl.step-down", "ctl.role", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
+    "ctl.candidate", "ctl.vote", "ctl.elected", "ctl.step-down", "ctl.role", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
     "ctl.install-snapshot", "ctl.inactive",
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
     "brk.controller-unreachable", "brk.point",

@@ -175,9 +175,12 @@ class Replication:
         up_to_date = (body["lastTerm"], body["lastIndex"]) >= (last_term, last_index)
         free = self.state.voted_for in (None, src) or B.TWO_LEADERS_ONE_TERM in self.node.bugs
         granted = term == self.state.term and free and up_to_date
+        if B.VOTE_GRANTS_OLDER_TERM in self.node.bugs and term < self.state.term:
+            granted = free and up_to_date
         if granted:
             self.state.voted_for = src
             self._reset_election()
+            self.node.emit({"k": "ctl.vote", "term": self.state.term, "for": src})
         self._send(src, RequestCode.RAFT_VOTE_REPLY, {"granted": granted})
 
     def on_vote_reply(self, src: str, term: int, body: dict[str, Any]) -> None:
@@ -296,7 +299,9 @@ class Replication:
         match = prev + len(body["entries"])
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": match})
         new_commit = min(body["commit"], match)
-        if new_commit > self.commit and (body["entries"] or B.FOLLOWER_COMMITS_WITH_ENTRIES not in self.node.bugs):
+        if B.FOLLOWER_COMMITS_WITH_ENTRIES in self.node.bugs and not body["entries"]:
+            new_commit = self.commit
+        if new_commit > self.commit:
             self._mark_committed(new_commit)
 
     # ---------------------------------------------------------------------------- JRaft snapshots
@@ -356,7 +361,10 @@ class Replication:
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": index})
 
     def on_append_reply(self, src: str, term: int, body: dict[str, Any]) -> None:
-        if term > self.state.term or (term < self.state.term and B.STALE_REPLY_DEPOSES in self.node.bugs):
+        if B.STALE_REPLY_DEPOSES in self.node.bugs and term < self.state.term:
+            self._become_follower(term, None)
+            return
+        if term > self.state.term:
             self._become_follower(term, None)
             return
         if self.role != LEADER or term != self.state.term:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from ..controller.raft import HEARTBEAT, MAX_HEARTBEAT_LEAK
-from ..observations import CtlApply, CtlElected, CtlResult, CtlRole, CtlValidate
+from ..observations import CtlApply, CtlCandidate, CtlElected, CtlResult, CtlRole, CtlValidate, CtlVote
 from .context import Context
 from .registry import Violated, invariant, violated
 
@@ -203,6 +203,22 @@ def one_leader_per_term(ctx: Context, obs: CtlElected) -> Violated | None:
     had = ctx.term_leaders.setdefault(obs["term"], node)
     if had != node:
         return violated(f"{node} and {had} both lead term {obs['term']}", obs=obs)
+    return None
+
+
+@invariant("CTL-VOTE-CANDIDATE", layer="controller", on=("ctl.candidate", "ctl.vote"),
+           source="DLedgerLeaderElector.handleVote (a vote request of an older term is rejected, "
+                  "REJECT_EXPIRED_VOTE_TERM; the vote of the current term goes to its requester: setCurrVoteFor); "
+                  "JRaft NodeImpl.handleRequestVoteRequest",
+           exceptions="only with [cluster] controllers > 1")
+def vote_candidate(ctx: Context, obs: CtlCandidate | CtlVote) -> Violated | None:
+    """A controller node grants its vote of a term only to a node that stood as a candidate in that term."""
+    if obs["k"] == "ctl.candidate":
+        ctx.candidacies.add((obs.get("n", ""), obs["term"]))
+        return None
+    if (obs["for"], obs["term"]) not in ctx.candidacies:
+        return violated(f"{obs.get('n')} granted its vote of term {obs['term']} to {obs['for']}, which never stood "
+                        "as a candidate in that term", obs=obs)
     return None
 
 
