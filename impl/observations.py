@@ -619,7 +619,8 @@ class BrkState(TypedDict):
 
 NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
-    | CtlVote | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
+    | CtlVote | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot
+    | CtlInactive
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
     | BrkControllerUnreachable | BrkPoint
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
@@ -638,8 +639,8 @@ Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination | Rea
 
 ObsKind = Literal[
     "ctl.apply", "ctl.result", "ctl.validate", "ctl.error", "ctl.append-timeout", "ctl.leader", "ctl.follower",
-    "ctl.candidate", "ctl.vote", "ctl.elected", "ctl.step-down", "ctl.role", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
-    "ctl.install-snapshot", "ctl.inactive",
+    "ctl.candidate", "ctl.vote", "ctl.elected", "ctl.step-down", "ctl.role", "ctl.replay", "ctl.term-changed",
+    "ctl.snapshot", "ctl.install-snapshot", "ctl.inactive",
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
     "brk.controller-unreachable", "brk.point",
     "store.dispatch", "store.truncated", "store.truncate-invalid",
