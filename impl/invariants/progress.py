@@ -291,14 +291,16 @@ def _group(ctx: Context) -> list[ControllerNode] | None:
 
 @invariant("LIVE-CTL-LEADER", layer="controller", settle=ctl_terms,
            source="DLedgerLeaderElector.maintainAsLeader (a heartbeat every heartBeatTimeIntervalMs), "
+                  "DLedgerController.RoleChangeHandler (a new leader serves once its empty entry applied; a follower "
+                  "or candidate stops scheduling), "
                   "maintainAsFollower (a follower that hears no heartbeat for maxHeartBeatLeak beats campaigns), "
                   "handleHeartBeat (a heartbeat of the current term names the leader); JRaft NodeImpl "
                   "(electionTimeout, the leader's heartbeats)",
            exceptions="one controller node (it leads by itself); a node down at the check")
 def ctl_leader(ctx: Context, at: Settle) -> Violated | None:
     """After the heal point and its settle bound, a replicated controller group has a leader at the highest term of
-    its nodes, elected before the quiet window (ELECTION_MAX + a heartbeat) began, so that no election happened in it;
-    every other node is a follower of that term that names it as its leader."""
+    its nodes, elected before the quiet window (ELECTION_MAX + a heartbeat) began, so that no election happened in it,
+    and serving; every other node is a follower of that term that names it as its leader, and does not serve."""
     nodes = _group(ctx)
     if nodes is None:
         return None
@@ -315,6 +317,9 @@ def ctl_leader(ctx: Context, at: Settle) -> Violated | None:
         return violated(f"{_since(ctx, at)}: {leader.name} was elected leader of term {top} at "
                         f"{leader.repl.leader_since} ms, within the last {quiet} ms: the group is still electing",
                         roles=roles)
+    if not leader.leader:
+        return violated(f"{_since(ctx, at)}: {leader.name} leads term {top} since {leader.repl.leader_since} ms and "
+                        "does not serve (its empty entry has not applied)", roles=roles)
     for n in nodes:
         r = n.repl
         if n is leader or r is None:
@@ -322,6 +327,9 @@ def ctl_leader(ctx: Context, at: Settle) -> Violated | None:
         if r.role != FOLLOWER or r.state.term != top or r.leader_id != leader.name:
             return violated(f"{_since(ctx, at)}: {n.name} is a {r.role} of term {r.state.term} with leader "
                             f"{r.leader_id}, not a follower of {leader.name} (leader of term {top})", roles=roles)
+        if n.leader:
+            return violated(f"{_since(ctx, at)}: {n.name}, a follower of {leader.name} in term {top}, serves as "
+                            "controller leader", roles=roles)
     return None
 
 
