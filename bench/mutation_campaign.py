@@ -20,7 +20,7 @@ stage              the same as
                    labels), no shrinking
 ``fidelity:1-4``   ``rmqha simulate --profile fidelity --seeds 1-4 --fix all``
 ``jraft:1``        ``rmqha simulate --profile jraft --seed 1 --fix all``
-``ctl:1-5``        ``rmqha simulate --profile ctl --seeds 1-5 --fix all`` (a 3-node DLedger group under the controller
+``ctl:1-8``        ``rmqha simulate --profile ctl --seeds 1-8 --fix all`` (a 3-node DLedger group under the controller
                    faults, reads logged: how it elects, keeps its leader and applies, LIVE-CTL-*)
 ``legacy-sync:1``  ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
 ``legacy-async:1`` ``rmqha simulate --profile legacy-async --seed 1 --fix all``
@@ -58,7 +58,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "ctl:1-5",
+DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "ctl:1-8",
                   "legacy-sync:1", "legacy-async:1")
 SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "ctl", "legacy-sync", "legacy-async", "defaults",
                 "power-loss", "large-logs")
