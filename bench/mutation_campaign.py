@@ -7,27 +7,6 @@ did. Run on its own (no ``--tree``) it tests the kit as installed: the unmutated
 
 The campaign is what a user runs, cut short, in this order (each stage in seed order; the first failure ends it):
 
-stage              the same as
-=================  ===========================================================================================
-``safe:1-10``      ``rmqha simulate --seeds 1-10 --fix all`` (20 000 steps each, every invariant after every step,
-                   each run validated against the model as it runs and ended by its settle tail and the progress
-                   checks, as ``simulate`` does by default)
-``guards:1-4``     ``rmqha simulate --profile guards --seeds 1-4 --fix all`` (the TCP-faithful faults at the guards,
-                   the broker's long steps interleaved)
-``hypothesis:150`` the safe Hypothesis suite (``property_tests``, every fix): 150 derandomized examples of up to
-                   30 rules, generate and target phases (Hypothesis' guided search on the suite's coverage
-                   labels), no shrinking
-``fidelity:1-4``   ``rmqha simulate --profile fidelity --seeds 1-4 --fix all``
-``storage:1-2``    ``rmqha simulate --profile storage --seeds 1-2 --fix all`` (small mapped files, large messages, torn
-                   commit-log writes: recovery over a torn record, catch-up batches cut inside fillers)
-``jraft:1``        ``rmqha simulate --profile jraft --seed 1 --fix all``
-``jraft-ops:1``    ``rmqha simulate --profile jraft-ops --seed 1 --fix all`` (JRaft snapshots every 5 s, a controller
-                   follower down past two of them, cleanBrokerData of a running and of a dead broker, a broker
-                   restarted on another port)
-``legacy-sync:1``  ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
-``legacy-async:1`` ``rmqha simulate --profile legacy-async --seed 1 --fix all``
-=================  ===========================================================================================
-=======
 ===================  ===========================================================================================
 stage                the same as
 ===================  ===========================================================================================
@@ -46,6 +25,8 @@ stage                the same as
 ``jraft-ops:1``      ``rmqha simulate --profile jraft-ops --seed 1 --fix all`` (JRaft snapshots every 5 s, a
                      controller follower down past two of them, cleanBrokerData of a running and of a dead broker, a
                      broker restarted on another port)
+``ctl:1-8``          ``rmqha simulate --profile ctl --seeds 1-8 --fix all`` (a 3-node DLedger group under the
+                     controller faults, reads logged: how it elects, keeps its leader and applies, LIVE-CTL-*)
 ``legacy-sync:1``    ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
 ``legacy-async:1``   ``rmqha simulate --profile legacy-async --seed 1 --fix all``
 ``adversarial:1-2``  ``rmqha simulate --profile adversarial --seeds 1-2 --fix all`` (the guards profile with the faults
@@ -104,6 +85,7 @@ DEFAULT_STAGES = (
     "storage:1-2",
     "jraft:1",
     "jraft-ops:1",
+    "ctl:1-8",
     "legacy-sync:1",
     "legacy-async:1",
     "topic-sync:1",
@@ -111,7 +93,7 @@ DEFAULT_STAGES = (
     "fresh:6",
     "new-replica:1",
 )
-SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "storage", "jraft", "jraft-ops", "legacy-sync",
+SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "storage", "jraft", "jraft-ops", "ctl", "legacy-sync",
                 "legacy-async", "defaults", "power-loss", "large-logs", "fresh", "new-replica")
 WITHOUT_FIX: dict[str, tuple[str, str]] = {"topic-sync": ("fidelity", "fix-sync-deletes-only-missing")}
 """Stages that run a profile with one finding's fix off (RocketMQ's own behaviour there), so that the code only the

@@ -52,6 +52,10 @@ QUEUE_TABLE_NOT_RECOVERED = "queue-table-not-recovered"
 OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
 TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
 JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
+LEADER_SKIPS_IDLE_HEARTBEAT = "leader-skips-idle-heartbeat"
+FOLLOWER_COMMITS_WITH_ENTRIES = "follower-commits-with-entries"
+STALE_REPLY_DEPOSES = "stale-reply-deposes"
+VOTE_GRANTS_OLDER_TERM = "vote-grants-older-term"
 APPEND_SPANS_FILE = "append-spans-file"
 REPUT_STOPS_AT_FILE_END = "reput-stops-at-file-end"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
@@ -332,6 +336,34 @@ BUGS: dict[str, Bug] = {
             "A JRaft controller node validates a logged request with the time it applies it, so a node that applies "
             "late computes another answer from the same entry.", kind="fidelity",
             needs=(("cluster", "controllers", 3), ("controller", "controllerType", "jRaft"))),
+        Bug(LEADER_SKIPS_IDLE_HEARTBEAT, "LIVE-CTL-LEADER",
+            "DLedgerLeaderElector.maintainAsLeader (sendHeartbeats every heartBeatTimeIntervalMs, whatever the "
+            "pushers have to send)",
+            "synthetic (the heartbeat folded into the entry pusher, which sends only when an entry is pending)",
+            "A controller leader pushes to a follower only when it has entries the follower lacks: an idle group's "
+            "followers hear nothing, time out and elect again, every few seconds, for as long as the group is idle.",
+            kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(FOLLOWER_COMMITS_WITH_ENTRIES, "LIVE-CTL-APPLIED",
+            "DLedgerEntryPusher.EntryDispatcher (a COMMIT push carries the leader's committed index when no entry is "
+            "pending) / EntryHandler.handleDoCommit",
+            "synthetic (the follower reads the committed index only from a push that carries entries)",
+            "A controller follower takes the leader's commit position only from a push that brings entries, not from "
+            "an empty one: the last entries before the group goes idle stay unapplied on the followers until the "
+            "next entry comes.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(STALE_REPLY_DEPOSES, "CTL-LEADER-KEPT",
+            "DLedgerEntryPusher.EntryDispatcher (an answer of an older term is a stale response and changes nothing; "
+            "only a larger term changes the role: DLedgerLeaderElector.changeRoleToCandidate)",
+            "synthetic (the term test of the answer written as 'another term' rather than 'a larger term')",
+            "A controller node that receives an answer to a push carrying an older term (one delayed across an "
+            "election) takes it as a sign of a new term and drops the leader it knows, or its leadership.",
+            kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(VOTE_GRANTS_OLDER_TERM, "CTL-VOTE-CANDIDATE",
+            "DLedgerLeaderElector.handleVote (request.getTerm() < memberState.currTerm(): REJECT_EXPIRED_VOTE_TERM)",
+            "synthetic (the expired-term test left out: only the ledger and the vote of the node's own term are "
+            "checked)",
+            "A controller node grants a vote request of an older term (one delayed across an election) when it has "
+            "not voted in its own term and the requester's log is up to date: it records a vote of its term for a "
+            "node that never asked for it.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
         Bug(APPEND_SPANS_FILE, "STORE-NO-SPAN-FILE",
             "CommitLog.DefaultAppendMessageCallback.doAppend (END_OF_FILE when msgLen + 8 > maxBlank)",
             "synthetic (the master appends a message across the end of a mapped file, without the filler)",

@@ -103,6 +103,10 @@ class CtlCandidate(TypedDict):
     term: int
 
 
+CtlVote = TypedDict("CtlVote", {"k": Literal["ctl.vote"], "n": NotRequired[str], "term": int, "for": str})
+"""A node of a replicated group granted its vote of ``term`` to candidate ``for``."""
+
+
 class CtlElected(TypedDict):
     k: Literal["ctl.elected"]
     n: NotRequired[str]
@@ -113,6 +117,22 @@ class CtlStepDown(TypedDict):
     k: Literal["ctl.step-down"]
     n: NotRequired[str]
     term: int
+
+
+class CtlRole(TypedDict):
+    """A replicated group's node became a follower, or changed the leader or term it knows (``_become_follower``):
+    its term, leader and role before and after; a leader that stepped down also says how many members (itself
+    included) answered its pushes within ``maxHeartBeatLeak`` heartbeats, and how long it led."""
+
+    k: Literal["ctl.role"]
+    n: NotRequired[str]
+    term: int
+    leader: str | None
+    wasTerm: int
+    was: str
+    wasLeader: str | None
+    acked: NotRequired[int]
+    ledFor: NotRequired[int]
 
 
 class CtlReplay(TypedDict):
@@ -599,7 +619,8 @@ class BrkState(TypedDict):
 
 NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
-    | CtlElected | CtlStepDown | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot | CtlInactive
+    | CtlVote | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot
+    | CtlInactive
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
     | BrkControllerUnreachable | BrkPoint
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
@@ -618,8 +639,8 @@ Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination | Rea
 
 ObsKind = Literal[
     "ctl.apply", "ctl.result", "ctl.validate", "ctl.error", "ctl.append-timeout", "ctl.leader", "ctl.follower",
-    "ctl.candidate", "ctl.elected", "ctl.step-down", "ctl.replay", "ctl.term-changed", "ctl.snapshot",
-    "ctl.install-snapshot", "ctl.inactive",
+    "ctl.candidate", "ctl.vote", "ctl.elected", "ctl.step-down", "ctl.role", "ctl.replay", "ctl.term-changed",
+    "ctl.snapshot", "ctl.install-snapshot", "ctl.inactive",
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
     "brk.controller-unreachable", "brk.point",
     "store.dispatch", "store.truncated", "store.truncate-invalid",

@@ -26,3 +26,5 @@ class LogEntry:
     committed: bool = False
     future: Future = field(default_factory=Future)
     term: int = 0  # the replicated group's term (``[cluster] controllers > 1``)
+    committed_at: int = -1  # when this node learnt it committed (a replicated group's node; LIVE-CTL-APPLIED)
+    applied_at: int = -1  # when this node applied it (the same; -1: not yet, or through a snapshot)

@@ -351,7 +351,11 @@ class ControllerNode(Actor):
                                          or (self.repl is not None and self.applied < self.repl.commit)):
                 ok = yield Await(self.disk.entries[-1].future, self.cfg.append_wait_timeout)
                 if not ok and self.repl is not None and self.repl.role != LEADER:
-                    break  # deposed: the request fails below (appendEvent on a non-leader)
+                    # deposed while it waited: the request fails as stopScheduling's interrupt fails it, before it
+                    # validates anything (a read would otherwise be answered from the stale state it waited to leave)
+                    self.emit({"k": "ctl.append-timeout", "op": name})
+                    fut.cancel()
+                    return
         if self.repl is not None:  # what the state it validates on lacks (CTL-READ-COMMITTED)
             self.emit({"k": "ctl.validate", "op": name, "applied": self.applied, "commit": self.repl.commit,
                        "term": self.repl.state.term})

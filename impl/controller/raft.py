@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import bugs as B
 from ..codes import RequestCode
+from ..observations import CtlRole
 from ..runtime import Command, Future
 from .log import LogEntry
 from .replicas_info import entry_from_dict
@@ -132,11 +133,19 @@ class Replication:
 
     def _become_follower(self, term: int, leader: str | None) -> None:
         was_leader = self.role == LEADER
+        before = (self.state.term, self.role, self.leader_id)
         if term > self.state.term:
             self.state.term = term
             self.state.voted_for = None
         self.role = FOLLOWER
         self.leader_id = leader
+        if before != (self.state.term, FOLLOWER, leader):  # CTL-LEADER-KEPT: what the node knew, what it knows
+            change: CtlRole = {"k": "ctl.role", "term": self.state.term, "leader": leader, "wasTerm": before[0],
+                               "was": before[1], "wasLeader": before[2]}
+            if was_leader:  # DLedgerLeaderElector.maintainAsLeader's evidence: who acked within maxHeartBeatLeak beats
+                change["acked"] = self._acked()
+                change["ledFor"] = self.node.now - self.leader_since
+            self.node.emit(change)
         self.node.cancel(self._heartbeat_timer)
         self._heartbeat_timer = None
         self._reset_election()
@@ -166,9 +175,12 @@ class Replication:
         up_to_date = (body["lastTerm"], body["lastIndex"]) >= (last_term, last_index)
         free = self.state.voted_for in (None, src) or B.TWO_LEADERS_ONE_TERM in self.node.bugs
         granted = term == self.state.term and free and up_to_date
+        if B.VOTE_GRANTS_OLDER_TERM in self.node.bugs and term < self.state.term:
+            granted = free and up_to_date
         if granted:
             self.state.voted_for = src
             self._reset_election()
+            self.node.emit({"k": "ctl.vote", "term": self.state.term, "for": src})
         self._send(src, RequestCode.RAFT_VOTE_REPLY, {"granted": granted})
 
     def on_vote_reply(self, src: str, term: int, body: dict[str, Any]) -> None:
@@ -229,17 +241,24 @@ class Replication:
 
     def _heartbeat(self) -> None:
         self._heartbeat_timer = None
-        if self.role != LEADER:
+        if self.role is LEADER:
             return
         window = MAX_HEARTBEAT_LEAK * HEARTBEAT
-        acked = 1 + sum(1 for p in self.peers if self.last_ack.get(p, -1) >= self.node.now - window)
-        if acked < self.quorum and self.node.now - self.leader_since > window:
+        if self._acked() < self.quorum and self.node.now - self.leader_since > window:
             self.node.emit({"k": "ctl.step-down", "term": self.state.term})
             self._become_follower(self.state.term, None)
             return
+        idle_skip = B.LEADER_SKIPS_IDLE_HEARTBEAT in self.node.bugs
         for p in self.peers:
-            self._push(p)
+            if not idle_skip or self.next_index.get(p, 0) < len(self.entries):
+                self._push(p)
         self._heartbeat_timer = self.node.after(HEARTBEAT, self._heartbeat)
+
+    def _acked(self) -> int:
+        """The members (this leader included) that answered one of its pushes within the last ``MAX_HEARTBEAT_LEAK``
+        heartbeats."""
+        since = self.node.now - MAX_HEARTBEAT_LEAK * HEARTBEAT
+        return 1 + sum(1 for p in self.peers if self.last_ack.get(p, -1) >= since)
 
     def _push(self, peer: str) -> None:
         start = self.next_index.get(peer, len(self.entries))
@@ -280,6 +299,8 @@ class Replication:
         match = prev + len(body["entries"])
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": match})
         new_commit = min(body["commit"], match)
+        if B.FOLLOWER_COMMITS_WITH_ENTRIES in self.node.bugs and not body["entries"]:
+            new_commit = self.commit
         if new_commit > self.commit:
             self._mark_committed(new_commit)
 
@@ -340,6 +361,9 @@ class Replication:
         self._send(src, RequestCode.RAFT_APPEND_REPLY, {"ok": True, "match": index})
 
     def on_append_reply(self, src: str, term: int, body: dict[str, Any]) -> None:
+        if B.STALE_REPLY_DEPOSES in self.node.bugs and term < self.state.term:
+            self._become_follower(term, None)
+            return
         if term > self.state.term:
             self._become_follower(term, None)
             return
@@ -378,6 +402,7 @@ class Replication:
     def _mark_committed(self, upto: int) -> None:
         for entry in self.entries[self.commit:upto]:
             entry.committed = True
+            entry.committed_at = self.node.now
         self.commit = upto
         self._schedule_apply()
 
@@ -394,6 +419,7 @@ class Replication:
         self._apply_timer = None
         while self.node.applied < self.commit:
             entry = self.entries[self.node.applied]
+            entry.applied_at = self.node.now
             self.node.apply_committed(entry)
 
     def slow_apply(self, extra_ms: int, duration_ms: int) -> None:

@@ -95,6 +95,7 @@ class Context:
         self.epoch_masters: dict[tuple[str, int, int], int | None] = {}  # CTL-ONE-MASTER-PER-EPOCH
         self.ctl_epoch_marks: dict[tuple[str, int], tuple[int, int]] = {}  # CTL-EPOCH-MONO: highest (mE, sE)
         self.term_leaders: dict[int, str] = {}  # CTL-ONE-LEADER-PER-TERM: term -> its leader
+        self.candidacies: set[tuple[str, int]] = set()  # CTL-VOTE-CANDIDATE: (node, term) of every candidacy
         self.applied_results: dict[int, tuple[tuple[Any, ...], str]] = {}  # CTL-APPLY-PREFIX (jRaft results)
         self.applied_log: dict[int, tuple[tuple[int, str], str]] = {}  # index -> ((term, event), first node)
         self.broker_epochs: dict[tuple[str, int], tuple[int, int]] = {}  # BRK-EPOCH-MONO: (broker, inc) -> (mE, sE)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 
-from ..observations import CtlApply, CtlElected, CtlResult, CtlValidate
+from ..controller.raft import HEARTBEAT, MAX_HEARTBEAT_LEAK
+from ..observations import CtlApply, CtlCandidate, CtlElected, CtlResult, CtlRole, CtlValidate, CtlVote
 from .context import Context
 from .registry import Violated, invariant, violated
 
@@ -231,6 +232,55 @@ def one_leader_per_term(ctx: Context, obs: CtlElected) -> Violated | None:
     had = ctx.term_leaders.setdefault(obs["term"], node)
     if had != node:
         return violated(f"{node} and {had} both lead term {obs['term']}", obs=obs)
+    return None
+
+
+@invariant("CTL-VOTE-CANDIDATE", layer="controller", on=("ctl.candidate", "ctl.vote"),
+           source="DLedgerLeaderElector.handleVote (a vote request of an older term is rejected, "
+                  "REJECT_EXPIRED_VOTE_TERM; the vote of the current term goes to its requester: setCurrVoteFor); "
+                  "JRaft NodeImpl.handleRequestVoteRequest",
+           exceptions="only with [cluster] controllers > 1")
+def vote_candidate(ctx: Context, obs: CtlCandidate | CtlVote) -> Violated | None:
+    """A controller node grants its vote of a term only to a node that stood as a candidate in that term."""
+    if obs["k"] == "ctl.candidate":
+        ctx.candidacies.add((obs.get("n", ""), obs["term"]))
+        return None
+    if (obs["for"], obs["term"]) not in ctx.candidacies:
+        return violated(f"{obs.get('n')} granted its vote of term {obs['term']} to {obs['for']}, which never stood "
+                        "as a candidate in that term", obs=obs)
+    return None
+
+
+@invariant("CTL-LEADER-KEPT", layer="controller", on=("ctl.role",),
+           source="DLedgerLeaderElector.handleHeartBeat (a heartbeat of the current term sets an unknown leader, "
+                  "refreshes the known one, never replaces it), handleVote (a vote request of an older or equal term "
+                  "changes no role; a larger one makes the node a candidate of that term), sendHeartbeats (a leader "
+                  "gives up its role in its own term only when no quorum answered for maxHeartBeatLeak heartbeats); "
+                  "JRaft NodeImpl.handleAppendEntriesRequest / checkDeadNodes (the same rules)",
+           exceptions="only with [cluster] controllers > 1")
+def leader_kept(ctx: Context, obs: CtlRole) -> Violated | None:
+    """Within one term, what a controller node knows of the group's leader only grows: a follower that knows the
+    leader of its term keeps it, a candidate leaves its candidacy only for the leader of its term, and a leader gives
+    up its role in its own term only when fewer than a majority of the group (itself included) have answered its
+    pushes for maxHeartBeatLeak heartbeats, having led that long. A higher term may change anything."""
+    if obs["term"] != obs["wasTerm"]:
+        return None
+    node, was, known = obs.get("n", "?"), obs["was"], obs["wasLeader"]
+    quorum = len(ctx.world.controllers) // 2 + 1
+    window = MAX_HEARTBEAT_LEAK * HEARTBEAT
+    if was == "leader":
+        acked, led = obs.get("acked", quorum), obs.get("ledFor", 0)
+        if acked >= quorum or led <= window:
+            return violated(f"{node} gave up the leadership of term {obs['term']} with {acked} of "
+                            f"{len(ctx.world.controllers)} members answering its pushes within {window} ms, after "
+                            f"leading {led} ms", obs=obs)
+        return None
+    if known is not None and obs["leader"] != known:
+        return violated(f"{node} knew {known} as the leader of term {obs['term']} and now knows "
+                        f"{obs['leader'] or 'none'}, in the same term", obs=obs)
+    if was == "candidate" and obs["leader"] is None:
+        return violated(f"{node} gave up its candidacy of term {obs['term']} with no leader of that term and no "
+                        "higher term", obs=obs)
     return None
 
 

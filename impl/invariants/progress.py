@@ -12,6 +12,8 @@ from __future__ import annotations
 from ..broker.broker import BrokerNode
 from ..broker.replicas_manager import State
 from ..codes import BrokerRole, HAConnectionState
+from ..controller.node import ControllerNode
+from ..controller.raft import FOLLOWER, LEADER
 from ..controller.replicas_info import SyncStateInfo
 from .context import Context
 from .registry import Violated, invariant, violated
@@ -19,6 +21,9 @@ from .settle import (
     Settle,
     address_terms,
     catchup_terms,
+    ctl_apply_lag,
+    ctl_quiet,
+    ctl_terms,
     ha_terms,
     ha_window,
     master_terms,
@@ -300,6 +305,103 @@ def ctl_address(ctx: Context, at: Settle) -> Violated | None:
         if held != node.address:
             return violated(f"{_since(ctx, at)}: the controller knows broker {bid[2]} ({b}) at {held}; it runs at "
                             f"{node.address}", broker=node.status(), controller=ctl.rim.snapshot())
+
+
+def _group(ctx: Context) -> list[ControllerNode] | None:
+    """The nodes of a replicated controller group, when every one of them runs (None otherwise: one node, or a node
+    down or paused at the check)."""
+    world = ctx.world
+    if len(world.controllers) <= 1:
+        return None
+    procs = world.processes()
+    nodes = [procs.get(c) for c in world.controllers]
+    out = [n for n in nodes if isinstance(n, ControllerNode) and n.repl is not None]
+    return out if len(out) == len(nodes) else None
+
+
+@invariant("LIVE-CTL-LEADER", layer="controller", settle=ctl_terms,
+           source="DLedgerLeaderElector.maintainAsLeader (a heartbeat every heartBeatTimeIntervalMs), "
+                  "DLedgerController.RoleChangeHandler (a new leader serves once its empty entry applied; a follower "
+                  "or candidate stops scheduling), "
+                  "maintainAsFollower (a follower that hears no heartbeat for maxHeartBeatLeak beats campaigns), "
+                  "handleHeartBeat (a heartbeat of the current term names the leader); JRaft NodeImpl "
+                  "(electionTimeout, the leader's heartbeats)",
+           exceptions="one controller node (it leads by itself); a node down at the check")
+def ctl_leader(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, a replicated controller group has a leader at the highest term of
+    its nodes, elected before the quiet window (ELECTION_MAX + a heartbeat) began, so that no election happened in it,
+    and serving; every other node is a follower of that term that names it as its leader, and does not serve."""
+    nodes = _group(ctx)
+    if nodes is None:
+        return None
+    now = ctx.world.now
+    top = max(n.repl.state.term for n in nodes if n.repl is not None)
+    roles = {n.name: (n.repl.role, n.repl.state.term, n.repl.leader_id) for n in nodes if n.repl is not None}
+    leaders = [n for n in nodes if n.repl is not None and n.repl.role == LEADER and n.repl.state.term == top]
+    if not leaders:
+        return violated(f"{_since(ctx, at)}: no controller node leads term {top}", roles=roles)
+    leader = leaders[0]
+    assert leader.repl is not None
+    quiet = ctl_quiet(at.timeouts)
+    if leader.repl.leader_since > now - quiet:
+        return violated(f"{_since(ctx, at)}: {leader.name} was elected leader of term {top} at "
+                        f"{leader.repl.leader_since} ms, within the last {quiet} ms: the group is still electing",
+                        roles=roles)
+    if not leader.leader:
+        return violated(f"{_since(ctx, at)}: {leader.name} leads term {top} since {leader.repl.leader_since} ms and "
+                        "does not serve (its empty entry has not applied)", roles=roles)
+    for n in nodes:
+        r = n.repl
+        if n is leader or r is None:
+            continue
+        if r.role != FOLLOWER or r.state.term != top or r.leader_id != leader.name:
+            return violated(f"{_since(ctx, at)}: {n.name} is a {r.role} of term {r.state.term} with leader "
+                            f"{r.leader_id}, not a follower of {leader.name} (leader of term {top})", roles=roles)
+        if n.leader:
+            return violated(f"{_since(ctx, at)}: {n.name}, a follower of {leader.name} in term {top}, serves as "
+                            "controller leader", roles=roles)
+    return None
+
+
+@invariant("LIVE-CTL-APPLIED", layer="controller", settle=ctl_terms,
+           source="DLedgerEntryPusher (every push carries the leader's committed index; a follower behind is caught "
+                  "up push by push), StateMachineCaller.onCommitted (each node applies what it knows committed, in "
+                  "order); JRaft Replicator / FSMCallerImpl.onCommitted",
+           exceptions="one controller node; a node down at the check; no leader (LIVE-CTL-LEADER)")
+def ctl_applied(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, every node of a replicated controller group has applied every entry
+    its leader committed more than two heartbeats ago (the push that carries the commit position, and its delivery),
+    and applied every entry it learnt committed after the heal point within two heartbeats of learning it."""
+    nodes = _group(ctx)
+    if nodes is None:
+        return None
+    now = ctx.world.now
+    top = max(n.repl.state.term for n in nodes if n.repl is not None)
+    leader = next((n for n in nodes if n.repl is not None and n.repl.role == LEADER and n.repl.state.term == top),
+                  None)
+    if leader is None or leader.repl is None:
+        return None
+    lag = ctl_apply_lag(at.timeouts)
+    entries, commit = leader.disk.entries, leader.repl.commit
+    for n in nodes:
+        if n.applied < commit and entries[n.applied].committed_at < now - lag:
+            when = entries[n.applied].committed_at
+            return violated(f"{_since(ctx, at)}: {n.name} has applied {n.applied} entries; the leader "
+                            f"{leader.name} committed entry {n.applied} "
+                            + (f"at {when} ms, more than {lag} ms ago" if when >= 0 else "before its snapshot"),
+                            node=n.name, applied=n.applied, commit=None if n.repl is None else n.repl.commit,
+                            leaderCommit=commit)
+    for n in nodes:
+        for e in n.disk.entries[n.disk.first_index:]:
+            if e.committed_at < at.heal:
+                continue
+            done = e.applied_at if e.index < n.applied else now
+            if e.applied_at != -1 or e.index >= n.applied:  # -1 below the apply position: through a snapshot
+                if done - e.committed_at > lag:
+                    return violated(f"{_since(ctx, at)}: {n.name} learnt entry {e.index} committed at "
+                                    f"{e.committed_at} ms and " + (f"applied it at {done} ms" if e.index < n.applied
+                                                                    else "has not applied it")
+                                    + f", more than {lag} ms later", node=n.name, index=e.index)
     return None
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..broker.replicas_manager import RETRY_INTERVAL
 from ..config import BrokerConfig, ControllerConfig, MessageStoreConfig
 from ..controller.node import TRIGGER_WAIT
-from ..controller.raft import ELECTION_MAX
+from ..controller.raft import ELECTION_MAX, HEARTBEAT
 from ..ha.client import RETRY_WAIT
 
 ROUTE_TIMEOUT = 3000
@@ -185,3 +185,27 @@ def tasks_terms(t: Timeouts) -> list[Term]:
                  "registerBrokerAll; the clients' route refresh runs as often)", period),
             Term(f"{PERIODIC_RUN} × controllerRpcTimeoutMillis + 2 s: a run may take this long before the next one "
                  "starts (scheduleAtFixedRate never overlaps runs)", periodic_allowance(t))]
+
+
+def ctl_quiet(t: Timeouts) -> int:
+    """LIVE-CTL-LEADER's quiet window: a leader that stopped heartbeating is replaced within it (a follower's election
+    timeout is at most ``ELECTION_MAX`` after the last push it heard; the leader pushes every ``HEARTBEAT``)."""
+    return ELECTION_MAX + HEARTBEAT
+
+
+def ctl_apply_lag(t: Timeouts) -> int:
+    """LIVE-CTL-APPLIED's bound on how long an entry the leader committed may wait to apply on a live node: a heartbeat
+    for the next push, which carries the commit position, and one more for its delivery and a lagging follower's
+    catch-up pushes (each answered push is followed by the next at once)."""
+    return 2 * HEARTBEAT
+
+
+def ctl_terms(t: Timeouts) -> list[Term]:
+    """LIVE-CTL-LEADER, LIVE-CTL-APPLIED: a replicated group (nothing for one node) has a leader that serves by
+    LIVE-MASTER's bound, and has kept it for the quiet window since."""
+    if t.controllers <= 1:
+        return []
+    return [*master_terms(t),
+            Term("ELECTION_MAX + heartBeatTimeIntervalMs: the quiet window, with no election in it (a leader whose "
+                 "pushes stopped is replaced within it: DLedgerLeaderElector.maintainAsFollower's timeout, "
+                 "maintainAsLeader's heartbeats)", ctl_quiet(t))]

@@ -193,7 +193,8 @@ class HaStale(_Base):
 
 class RpcReplay(_Base):
     """Adversarial, beyond TCP: until ``until``, each request ``node`` sends to a controller is, with probability
-    ``p``, delivered again ``lag`` ms later (the same request, processed twice)."""
+    ``p``, delivered again ``lag`` ms later (the same request, processed twice). A controller node's requests are its
+    messages to the other nodes of its group (``ctl-replay``)."""
 
     do: Literal["rpc-replay"]
     node: str
@@ -219,6 +220,21 @@ class CrashAt(_Base):
     powerLoss: NotRequired[bool]
 
 
+class CtlAt(_Base):
+    """Aimed at a point of a replicated controller group: the first time within ``within`` ms that a controller node
+    (``leader``: a node that leads, the entry one of its own term, its empty entry first) ends a step with an entry it
+    knows committed and has not applied yet
+    (``unapplied``: between an entry's commit and its apply), it is killed (``then`` ``crash``; a ``restart`` brings it
+    back) or cut from every other node until the ``heal`` of ``id`` (``isolate``)."""
+
+    do: Literal["ctl-at"]
+    point: Literal["unapplied"]
+    then: Literal["crash", "isolate"]
+    leader: NotRequired[bool]
+    within: int
+    id: NotRequired[str]
+
+
 class Produce(_Base):
     """The producer sends ``count`` messages now (of ``size`` bytes, or the workload's sizes)."""
 
@@ -229,13 +245,13 @@ class Produce(_Base):
 
 Action = (
     Crash | Restart | Stop | LoseFile | Partition | Heal | Pause | Resume | BreakHa | Net | SlowCommit | SlowApply
-    | SlowDispatch | AdminElect | Clean | ExpandQueues | Produce | HaFault | HaStale | RpcReplay | CrashAt
+    | SlowDispatch | AdminElect | Clean | ExpandQueues | Produce | HaFault | HaStale | RpcReplay | CrashAt | CtlAt
 )
 """One primitive fault action."""
 
 Do = Literal["crash", "restart", "partition", "heal", "pause", "resume", "break-ha", "net", "slow-commit",
              "slow-dispatch", "admin-elect", "produce", "clean", "stop", "lose-file", "slow-apply", "expand-queues",
-             "ha-fault", "ha-stale", "rpc-replay", "crash-at"]
+             "ha-fault", "ha-stale", "rpc-replay", "crash-at", "ctl-at"]
 """The primitives' names (``Action``'s ``do``)."""
 
 PRIMITIVES: tuple[str, ...] = get_args(Do)
@@ -301,6 +317,14 @@ FAULT_KINDS: dict[str, str] = {
                      "successor's",
     "rpc-replay": "adversarial (beyond TCP): for a while, a broker's controller requests are sometimes delivered "
                   "again seconds later",
+    "ctl-replay": "adversarial (beyond TCP): for a while, one controller node's messages to the other nodes of its "
+                  "group (vote requests, pushes, their answers) are sometimes delivered again seconds later (3-node "
+                  "group; off unless [faults] weights names it)",
+    "crash-ctl-unapplied": "every controller node applies late for a while, and the first one to end a step with an "
+                           "entry committed but not applied is killed there, restarted later (3-node group)",
+    "cut-ctl-unapplied": "every controller node applies late for a while and the leader is killed; the first new "
+                         "leader with an entry committed but not applied (its empty entry) is cut from every other "
+                         "node there, healed later (3-node group)",
     "crash-split-confirm": "kill -9 a broker the first time its confirmOffset lies inside a message, restart later",
     "crash-role-change": "kill -9 a broker between two sub-steps of its next role change, restart later",
     "crash-empty-epoch": "kill -9 a broker between an epoch entry's append and the first byte written under it, "

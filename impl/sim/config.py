@@ -233,6 +233,19 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
                                          "slow-apply": 0.5, "crash-controller-follower": 1.5,
                                          "clean-living-broker": 2.0, "decommission-broker": 1.5,
                                          "move-broker": 2.0}}},
+    # safe, with a 3-node DLedger controller group under the controller faults at higher weights (its leader crashed
+    # or cut, any node crashed, slow applies, lossy and slow RPCs, the group's own messages replayed, a node hit
+    # between an entry's commit and its apply: killed, or a new leader cut off), reads logged too (isProcessReadEvent:
+    # the brokers' periodic reads keep the log moving), a light workload and faults every 10 s on average (more of
+    # the group's history in a run's steps): the settle tail's LIVE-CTL-* checks see how it elects, keeps its leader
+    # and applies
+    "ctl": {"cluster": {"controllers": 3}, "controller": {"isProcessReadEvent": True},
+            "store": {"allAckInSyncStateSet": True},
+            "workload": {"produce_interval": 2000, "consume_interval": 5000},
+            "faults": {"mean_interval": 10_000,
+                       "weights": {"crash-controller-leader": 2.0, "isolate-controller-leader": 2.0,
+                                   "crash-controller": 1.0, "slow-apply": 2.0, "ctl-replay": 1.5,
+                                   "lossy-network": 1.5, "crash-ctl-unapplied": 1.0, "cut-ctl-unapplied": 1.0}}},
     # safe, with the TCP-faithful faults at the guards (issue 21) at their default weights and the broker's long
     # steps interleaved (role changes and the reput in sub-steps)
     "guards": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True}, "sim": {"interleave": True}},

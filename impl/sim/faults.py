@@ -185,6 +185,13 @@ class FaultGenerator:
                 return []
             return [{"t": now, "do": "slow-apply", "node": rng.choice(up), "extra": rng.between(2000, 8000),
                      "duration": rng.between(1000, 8000)}]
+        if kind == "ctl-replay":  # the group's own messages replayed (DLedger's RPCs are requests too)
+            if len(ctls) == 1:
+                return []
+            return [{"t": now, "do": "rpc-replay", "node": rng.choice(ctls), "lag": rng.between(500, 10_000),
+                     "p": rng.choice([0.3, 1.0]), "until": self._heal_at(now)}]
+        if kind in ("crash-ctl-unapplied", "cut-ctl-unapplied"):
+            return self._ctl_unapplied(kind, now, world, ctls)
         if kind == "restart-consumer":
             if not world.is_up("c1") or "c1" in self.busy:
                 return []
@@ -261,6 +268,35 @@ class FaultGenerator:
             designate = rng.choice(ids) if ids and rng.chance(0.8) else None
             return [{"t": now, "do": "admin-elect", "brokerId": designate}]
         raise ValueError(f"unknown fault kind {kind}")  # pragma: no cover
+
+    def _ctl_unapplied(self, kind: str, now: int, world: WorldView, ctls: list[str]) -> list[Action]:
+        """A replicated group's state machines lag for ``within`` ms (a slow apply on every node) and a node is hit
+        between an entry's commit and its apply: killed (``crash-ctl-unapplied``), or, after the leader's crash, the
+        new leader cut off while its empty entry waits to apply (``cut-ctl-unapplied``)."""
+        rng = self.rng
+        leader = world.controller_leader()
+        up = [c for c in ctls if world.is_up(c)]
+        if len(ctls) == 1 or leader is None or len(up) < len(ctls) or any(c in self.busy for c in ctls):
+            return []
+        self.busy.update(ctls)
+        within = rng.between(8000, 20_000)
+        # cut: an apply late by more than the leader's step-down (maxHeartBeatLeak heartbeats), often less than the
+        # election timeout after it (the empty entry then applies in the leader's own term, after it stepped down)
+        low, high = (3000, 8000) if kind == "crash-ctl-unapplied" else (2000, 5000)
+        out: list[Action] = [{"t": now, "do": "slow-apply", "node": c, "extra": rng.between(low, high),
+                              "duration": within} for c in ctls]
+        end = self._restart_at(now + within)
+        if kind == "crash-ctl-unapplied":
+            out.append({"t": now, "do": "ctl-at", "point": "unapplied", "then": "crash", "within": within})
+        else:
+            pid = self._pid()
+            out += [{"t": now + 1, "do": "crash", "node": leader, "powerLoss": False},
+                    {"t": now + 2, "do": "ctl-at", "point": "unapplied", "then": "isolate", "leader": True,
+                     "within": within, "id": pid},
+                    {"t": end, "do": "heal", "id": pid}]
+        out += [{"t": end, "do": "restart", "node": c} for c in ctls]
+        out[-1]["release"] = list(ctls)
+        return out
 
     def _make_guard(self, kind: str, now: int, world: WorldView, free: list[str]) -> list[Action]:
         """The kinds of issue 21 (faults at the guards), each one primitive action or a short sequence."""

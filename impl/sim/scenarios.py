@@ -23,6 +23,12 @@ SETTLED = {**QUIET, "sim": {"progress": True}}
 
 
 
+def _cut(node: str) -> list[list[str]]:
+    """Every link between ``node`` and the other nodes of a 3-controller, 3-broker deployment, both ways."""
+    others = [n for n in ("ctl1", "ctl2", "ctl3", "b1", "b2", "b3") if n != node]
+    return [[node, o] for o in others] + [[o, node] for o in others]
+
+
 @dataclass(frozen=True)
 class Scenario:
     bug: str
@@ -191,6 +197,39 @@ SCENARIOS: dict[str, Scenario] = {
                  story="A 3-node controller group: the leader ctl1 dies while ctl2 and ctl3 cannot reach each other; "
                        "each keeps timing out into a new term alone. ctl1 returns, and while both candidates stand at "
                        "the same term it gives each its vote: two leaders of one term."),
+        Scenario(B.LEADER_SKIPS_IDLE_HEARTBEAT, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
+                 story="A 3-node controller group with nothing to do once the brokers have registered: with the "
+                       "switch its leader sends no heartbeat, the followers time out and elect again and again, so "
+                       "the leader of the check was elected within the quiet window."),
+        Scenario(B.FOLLOWER_COMMITS_WITH_ENTRIES, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
+                 story="A 3-node controller group: the brokers register, then the group is idle. With the switch the "
+                       "followers take the leader's commit position only from pushes that bring entries, so the last "
+                       "registrations stay unapplied on them for good."),
+        Scenario(B.STALE_REPLY_DEPOSES, 1, 30000,
+                 [{"t": 9000, "do": "rpc-replay", "node": "ctl1", "lag": 5500, "p": 1.0, "until": 9600},
+                  {"t": 9000, "do": "rpc-replay", "node": "ctl3", "lag": 5500, "p": 1.0, "until": 9600},
+                  {"t": 9700, "do": "partition", "id": "cut",
+                   "links": [[a, b] for o in ("ctl1", "ctl3", "b1", "b2", "b3")
+                             for a, b in (("ctl2", o), (o, "ctl2"))]},
+                  {"t": 14000, "do": "heal", "id": "cut"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Adversarial (beyond TCP): the answers ctl1 and ctl3 send to their leader ctl2 for 600 ms are "
+                       "delivered again 5.5 s later. ctl2 is cut off meanwhile, ctl3 is elected in term 2, and once "
+                       "the cut heals ctl2 follows ctl3; the old answers of term 1 then reach it, and with the switch "
+                       "it drops the leader it knows."),
+        Scenario(B.VOTE_GRANTS_OLDER_TERM, 3, 332000,
+                 [{"t": 32260, "do": "partition", "id": "f1", "links": _cut("ctl3")},
+                  {"t": 56561, "do": "heal", "id": "f1"},
+                  {"t": 94399, "do": "net", "drop": 0.3, "dup": 0.3, "slow": 0.5, "until": 116499},
+                  {"t": 128031, "do": "partition", "id": "f2", "links": _cut("ctl1")},
+                  {"t": 140193, "do": "heal", "id": "f2"},
+                  {"t": 311462, "do": "partition", "id": "f8", "links": _cut("ctl2")},
+                  {"t": 329932, "do": "heal", "id": "f8"}],
+                 config={"controller": {"isProcessReadEvent": True}}, fixes=B.FIXES_ALL, origin="found",
+                 story="Found by the ctl profile (seed 3, the switch on) and shrunk: three controller leaders cut "
+                       "off in turn and a lossy, slow window. When the last cut heals at 330 s, ctl1's vote request "
+                       "of an older term reaches ctl3 after ctl3 moved to term 30 without voting; with the switch "
+                       "ctl3 grants it, a vote of term 30 for a node that never stood in term 30."),
         Scenario(B.APPEND_SPANS_FILE, 1, 20000,
                  [{"t": 9000, "do": "produce", "count": 40, "size": 500}],
                  config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,

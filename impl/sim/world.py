@@ -235,6 +235,7 @@ class Simulation(WorldView):
         self.held_rpc: dict[tuple[str, str], list[tuple[Any, ...]]] = {}  # link -> what it holds, in order
         self.traps: dict[str, Trap] = {}
         self.torn: dict[str, tuple[int, int]] = {}  # crash-at torn-write: the (offset, size) of the write it died in
+        self.ctl_traps: list[tuple[dict[str, Any], int]] = []  # ctl-at actions waiting for their point, until when
         self.interleave = cfg.sim.interleave
         self.violation: Violation | None = None
         self.recorder = recorder
@@ -441,6 +442,8 @@ class Simulation(WorldView):
     def _finish_step(self) -> None:
         if self.traps:
             self._check_traps()
+        if self.ctl_traps:
+            self._check_ctl_traps()
         obs = self._step_obs
         self.checker.after_step(obs)
         if self.recorder is not None and self._step_event is not None:
@@ -922,6 +925,8 @@ class Simulation(WorldView):
             self.rpc_replay[a["node"]] = (int(a["lag"]), float(a.get("p", 1.0)), int(a["until"]))
         elif a["do"] == "crash-at":
             self._arm(a)
+        elif a["do"] == "ctl-at":
+            self.ctl_traps.append((dict(a), self.now + int(a["within"])))
         elif a["do"] == "produce":
             producer = self.nodes["p1"]
             assert isinstance(producer, ProducerNode)
@@ -1089,6 +1094,35 @@ class Simulation(WorldView):
         disk.cq_end = min(disk.cq_end, offset)
         disk.checkpoint_confirm = min(disk.checkpoint_confirm, offset)
         disk.checkpoint_confirm_flushed = min(disk.checkpoint_confirm_flushed, offset)
+
+    def _check_ctl_traps(self) -> None:
+        """At the end of a step: hit the controller node that reached a ``ctl-at`` action's point in it (a node with
+        an entry it knows committed and has not applied), killed or cut off."""
+        for trap in list(self.ctl_traps):
+            a, until = trap
+            if self.now > until:
+                self.ctl_traps.remove(trap)
+                continue
+            for c in self.controllers:
+                node = self.nodes.get(c)
+                if not isinstance(node, ControllerNode) or node.repl is None or not self.up.get(c) or c in self.paused:
+                    continue
+                repl = node.repl
+                if repl.commit <= node.applied:
+                    continue
+                if a.get("leader") and (repl.role != "leader" or repl.entries[repl.commit - 1].term != repl.state.term):
+                    continue  # a leader's own: an entry of its term (its empty entry first) committed, not applied
+                self.ctl_traps.remove(trap)
+                self.acted = True
+                if a["then"] == "crash":
+                    self.crash(c, at="ctl-unapplied")
+                else:
+                    others = [n for n in [*self.controllers, *self.brokers] if n != c]
+                    links = [(c, o) for o in others] + [(o, c) for o in others]
+                    self.partitions[str(a.get("id", "ctl-at"))] = links  # as a partition action of that id would
+                    for link in links:
+                        self.blocked[link] = self.blocked.get(link, 0) + 1
+                break
 
 
 def _splits_message(node: BrokerNode) -> bool:
