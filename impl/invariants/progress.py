@@ -305,6 +305,7 @@ def ctl_address(ctx: Context, at: Settle) -> Violated | None:
         if held != node.address:
             return violated(f"{_since(ctx, at)}: the controller knows broker {bid[2]} ({b}) at {held}; it runs at "
                             f"{node.address}", broker=node.status(), controller=ctl.rim.snapshot())
+    return None
 
 
 def _group(ctx: Context) -> list[ControllerNode] | None:
