@@ -241,7 +241,7 @@ class Replication:
 
     def _heartbeat(self) -> None:
         self._heartbeat_timer = None
-        if self.role is LEADER:
+        if self.role != LEADER:
             return
         window = MAX_HEARTBEAT_LEAK * HEARTBEAT
         if self._acked() < self.quorum and self.node.now - self.leader_since > window:
