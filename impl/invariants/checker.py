@@ -302,6 +302,8 @@ class Checker(Context):
         self._expanding.discard(obs.get("n", ""))
 
     def _record_append(self, obs: BrkAppend) -> None:
+        if self.world.legacy and obs["role"] != "SLAVE":
+            self.legacy_appends.append((self.world.now, obs["offset"] + obs["size"]))
         if "queueId" in obs:
             self.key_queue.setdefault(obs["key"], obs["queueId"])
 

@@ -82,6 +82,7 @@ class Context:
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went
         self.send_status: dict[str, str] = {}  # producer key -> the status of its last send result
         self.ha_opened: dict[int, int] = {}  # HA connection -> when its master side accepted it
+        self.legacy_appends: list[tuple[int, int]] = []  # 4.x: (time, end) of each put the master wrote, in order
         self.dispatched_in_step: list[StoreDispatch] = []  # the step's store.dispatch observations
         # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one
         # at or before the settle time ago on (recorded by the checker for every broker a step touched)
