@@ -27,6 +27,7 @@ EXPAND_CHECKS_UNION = "expand-checks-union"
 HA_READ_TIME_ON_HANDSHAKE_ONLY = "ha-read-time-on-handshake-only"
 ROUTE_CHANGE_IGNORES_ADDRESSES = "route-change-ignores-addresses"
 SYNC_METADATA_TASK_DIES = "sync-metadata-task-dies"
+PULL_NEXT_OFFSET_STALE = "pull-next-offset-stale"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
 SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
@@ -51,6 +52,7 @@ TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
 JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 APPEND_SPANS_FILE = "append-spans-file"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
+LEGACY_PUSH_WAITS_HEARTBEAT = "legacy-push-waits-heartbeat"
 
 # upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
 LOCAL_SHRINK_ON_DISCONNECT = "local-shrink-on-disconnect"
@@ -181,6 +183,12 @@ BUGS: dict[str, Bug] = {
             "A metadata sync whose getReplicaInfo call fails (the controller unreachable: a RemotingTimeoutException) "
             "throws out of the scheduled task, and scheduleAtFixedRate suppresses every later run: the broker no "
             "longer learns role changes it was not notified of."),
+        Bug(PULL_NEXT_OFFSET_STALE, "LIVE-CONSUME",
+            "DefaultMessageStore.getMessage (GetMessageResult.nextBeginOffset, answered by PullMessageProcessor)",
+            "synthetic (nextBeginOffset left at the requested offset on the full-batch path)",
+            "A pull that returns a full batch (pullBatchSize messages) answers the requested queue offset as the next "
+            "one, so a consumer with a backlog of a batch or more reads the same batch again at every pull and never "
+            "gets past it."),
         Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
             "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
             "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "
@@ -323,6 +331,13 @@ BUGS: dict[str, Bug] = {
             "A slave keeps the topic config it was deployed with and never syncs the master's, so a queue expansion "
             "made long before a failover is lost with it.", kind="fidelity",
             needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
+        Bug(LEGACY_PUSH_WAITS_HEARTBEAT, "LIVE-SSS-CATCHUP",
+            "4.x CommitLog.handleHA / putMessage (HAService.getWaitNotifyObject().wakeupAll after a put)",
+            "synthetic (the wake-up of the HA write threads dropped)",
+            "A 4.x master's put no longer wakes its HA connections: each pushes new data only when its own wait runs "
+            "out (haSendHeartbeatInterval) or the slave reports, so a slave lags its master by up to a heartbeat and "
+            "a SYNC_MASTER's puts wait as long.", kind="fidelity",
+            needs=(("cluster", "mode", "legacy"), ("cluster", "brokers", 2))),
         Bug(LOCAL_SHRINK_ON_DISCONNECT, "SYNC-NO-ACK-LOSS",
             "AutoSwitchHAService.removeConnection",
             "RocketMQ 5.4.0 and later: apache/rocketmq PR #9897 (\"Fix controller mode HAService removeConnection\", "

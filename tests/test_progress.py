@@ -26,7 +26,8 @@ from rmqha.impl.sim.scenarios import SCENARIOS
 from rmqha.impl.sim.settle import deadlines, timeouts
 from rmqha.impl.trace import parse
 
-LIVE = ("LIVE-MASTER", "LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP", "LIVE-HA-TRANSFER", "LIVE-PUTS", "LIVE-TASKS")
+LIVE = ("LIVE-MASTER", "LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP", "LIVE-HA-TRANSFER", "LIVE-PUTS", "LIVE-CONSUME",
+        "LIVE-TASKS")
 QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0}}
 
 
@@ -38,7 +39,7 @@ def _progress(cfg: Config, on: bool = True) -> Config:
     return config_from_dict({"sim": {"progress": on}}, cfg)
 
 
-def test_the_catalogue_holds_the_six_progress_invariants_each_with_a_switch() -> None:
+def test_the_catalogue_holds_the_seven_progress_invariants_each_with_a_switch() -> None:
     assert tuple(i.id for i in progress_invariants()) == LIVE
     for inv_id in LIVE:
         inv = BY_ID[inv_id]
@@ -52,17 +53,20 @@ def test_settle_bounds_are_sums_of_the_configured_timeouts() -> None:
     by as much; a controller group adds its stages."""
     safe = default_config("safe")
     t = timeouts(safe)
+    legacy = timeouts(default_config("legacy-sync"))
     for inv in progress_invariants():
         assert inv.settle is not None
-        terms = inv.settle(t)
-        assert terms and all(term.ms > 0 for term in terms) and total(terms) == sum(term.ms for term in terms)
+        for terms in (inv.settle(legacy), *([inv.settle(t)] if inv.id != "LIVE-CONSUME" else [])):
+            assert terms and all(term.ms > 0 for term in terms) and total(terms) == sum(term.ms for term in terms)
+    assert BY_ID["LIVE-CONSUME"].settle is not None and BY_ID["LIVE-CONSUME"].settle(t) == []  # 4.x runs only
     longer = dataclasses.replace(safe.broker, controller_heartbeat_timeout_mills=25_000)
     assert total(master_terms(dataclasses.replace(t, broker=longer))) == total(master_terms(t)) + 15_000
     group = timeouts(default_config("fidelity"))
     assert group.controllers == 3 and total(master_terms(group)) > total(master_terms(t))
     plan = deadlines(t)
-    assert sorted(i for ids in plan.values() for i in ids) == sorted(LIVE)
+    assert sorted(i for ids in plan.values() for i in ids) == sorted(set(LIVE) - {"LIVE-CONSUME"})
     assert list(plan) == sorted(plan)
+    assert sorted(i for ids in deadlines(legacy).values() for i in ids) == sorted(LIVE)
 
 
 def test_progress_is_off_and_quiet_by_default() -> None:

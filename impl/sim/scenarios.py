@@ -20,6 +20,8 @@ from .scenarios_found import FOUND
 QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0}}
 SETTLED = {**QUIET, "sim": {"progress": True}}
 """A quiet run that ends with the settle tail and the progress checks (the LIVE-* switches' scenarios)."""
+LEGACY_SYNC = {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}}
+"""The 4.x master/slave pair of the legacy-sync profile."""
 
 
 
@@ -265,6 +267,18 @@ SCENARIOS: dict[str, Scenario] = {
                  config=SETTLED, fixes=B.FIXES_ALL,
                  story="Slave b1 is cut from the controller for 8 s; its metadata sync times out and, with the "
                        "switch, the exception kills the scheduled task: b1 never syncs its metadata again."),
+        Scenario(B.PULL_NEXT_OFFSET_STALE, 1, 10000, [{"t": 3000, "do": "produce", "count": 40}],
+                 config={**LEGACY_SYNC, "workload": {"produce_interval": 0}, "sim": {"progress": True}},
+                 fixes=B.FIXES_ALL,
+                 story="A 4.x pair; 40 messages go out at once and the consumer pulls every second. Its first pull "
+                       "gets a full batch of 32; with the switch the answer's next offset is the one it asked for, "
+                       "so every later pull returns the same 32 and the last 8 are never read."),
+        Scenario(B.LEGACY_PUSH_WAITS_HEARTBEAT, 1, 10000, [],
+                 config={**LEGACY_SYNC, "workload": {"consume_interval": 0}, "sim": {"progress": True}},
+                 fixes=B.FIXES_ALL,
+                 story="A 4.x SYNC_MASTER and its slave, the producer sending every 400 ms on average. With the "
+                       "switch a put no longer wakes the master's HA connection: it pushes on its heartbeat only, so "
+                       "the slave lags its master by up to 5 s, far more than a replication round trip."),
         # ---- issue 21: the guards, each reached by a fault at the guards (or the interleaved steps)
         Scenario(B.SLAVE_SKIPS_OFFSET_CHECK, 1, 30000,
                  [{"t": 7000, "do": "produce", "count": 2},

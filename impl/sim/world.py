@@ -1045,7 +1045,7 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
         prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
         if cfg.cluster.mode == "legacy":
             return LegacyBrokerNode(name, cfg.broker, cfg.store, disk, rng, nameserver,
-                                    master=(idx == 0), master_name=brokers[0])
+                                    master=(idx == 0), master_name=brokers[0], bugs=bugs)
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
                           queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries,
                           topic_config=cfg.workload.topic_config, other_topics=cfg.workload.other_topics,
