@@ -28,6 +28,8 @@ HA_READ_TIME_ON_HANDSHAKE_ONLY = "ha-read-time-on-handshake-only"
 ROUTE_CHANGE_IGNORES_ADDRESSES = "route-change-ignores-addresses"
 SYNC_METADATA_TASK_DIES = "sync-metadata-task-dies"
 PULL_NEXT_OFFSET_STALE = "pull-next-offset-stale"
+ELECT_REQUEST_NOT_NOTIFIED = "elect-request-not-notified"
+CLOSE_KEEPS_MEMBER = "close-keeps-member"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
 SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
@@ -189,6 +191,20 @@ BUGS: dict[str, Bug] = {
             "A pull that returns a full batch (pullBatchSize messages) answers the requested queue offset as the next "
             "one, so a consumer with a backlog of a batch or more reads the same batch again at every pull and never "
             "gets past it."),
+        Bug(ELECT_REQUEST_NOT_NOTIFIED, "BRK-ROLE-LATENCY",
+            "ControllerRequestProcessor (CONTROLLER_ELECT_MASTER: notifyBrokerRoleChanged after a successful "
+            "electMaster)",
+            "synthetic (the notification left to the controller's own triggerElectMaster)",
+            "An election a broker (brokerElect) or the admin (mqadmin electMaster) asked for is answered to the "
+            "requester only: the set's other members are not notified and take their new role at their next "
+            "schedulingSyncBrokerMetadata, up to syncBrokerMetadataPeriod later, the new master's puts refused "
+            "meanwhile."),
+        Bug(CLOSE_KEEPS_MEMBER, "SYNC-SHRINK-LATENCY",
+            "AutoSwitchHAService.removeConnection",
+            "synthetic (the override dropped: DefaultHAService.removeConnection only forgets the connection)",
+            "A master whose HA connection to a member of its SyncStateSet closes only forgets the connection; the "
+            "member stays in the SyncStateSet, and in the ack set, until the lag check drops it "
+            "(haMaxTimeSlaveNotCatchup, then checkSyncStateSetPeriod): puts wait for its ack meanwhile."),
         Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
             "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
             "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "

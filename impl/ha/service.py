@@ -93,7 +93,7 @@ class AutoSwitchHAService(HAView):
         return c
 
     def remove_connection(self, c: AutoSwitchHAConnection) -> None:
-        if not self.shutdown:
+        if not self.shutdown and B.CLOSE_KEEPS_MEMBER not in self.bugs:
             local = self.get_local_sync_state_set()
             if c.slave_id in local:
                 local.discard(c.slave_id)

@@ -140,6 +140,8 @@ class Checker(Context):
         self._logs = None
         if self.dispatched_in_step:
             self.dispatched_in_step = []
+        if self.world.acted and (not self.fault_times or self.fault_times[-1] != self.world.now):
+            self.fault_times.append(self.world.now)
         on = self._on
         for obs in observations:
             entries = on.get(obs["k"])

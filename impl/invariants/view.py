@@ -59,6 +59,16 @@ class ClusterView(Protocol):
         """The process is stopped (SIGSTOP): it handles nothing until it resumes."""
         ...
 
+    @property
+    def net_delay(self) -> int:
+        """The network's longest one-way delay with no fault in force (ms)."""
+        ...
+
+    def disturbed(self) -> bool:
+        """A fault's effect is in force now: a cut link, a paused process, or a lasting effect (a lossy or slow
+        network window, a slow commit, apply or dispatch) not over yet. A broker that is down is not counted."""
+        ...
+
     def controller_node(self) -> ControllerNode | None:
         """The controller that serves (a replicated group's current leader, caught up), if any."""
         ...

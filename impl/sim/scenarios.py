@@ -267,6 +267,16 @@ SCENARIOS: dict[str, Scenario] = {
                  config=SETTLED, fixes=B.FIXES_ALL,
                  story="Slave b1 is cut from the controller for 8 s; its metadata sync times out and, with the "
                        "switch, the exception kills the scheduled task: b1 never syncs its metadata again."),
+        Scenario(B.ELECT_REQUEST_NOT_NOTIFIED, 1, 20000, [{"t": 10000, "do": "admin-elect", "brokerId": 3}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="mqadmin electMaster designates broker id 3. With the switch the controller answers the "
+                       "admin only: neither it nor the deposed master b2 is notified, and b2 takes its slave role "
+                       "at its next metadata sync, 3 s after the election instead of a few ms."),
+        Scenario(B.CLOSE_KEEPS_MEMBER, 1, 40000, [{"t": 8000, "do": "crash", "node": "b3"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Slave b3 (id 2) crashes; master b2 sees its HA connection close at once. Without the switch "
+                       "removeConnection proposes the shrink and the controller drops b3 within a few ms; with it b3 "
+                       "stays in the SyncStateSet until the lag check, 15 s later."),
         Scenario(B.PULL_NEXT_OFFSET_STALE, 1, 10000, [{"t": 3000, "do": "produce", "count": 40}],
                  config={**LEGACY_SYNC, "workload": {"produce_interval": 0}, "sim": {"progress": True}},
                  fixes=B.FIXES_ALL,

@@ -59,7 +59,7 @@ def timeouts(cfg: Config) -> Timeouts:
     net = cfg.network
     return Timeouts(cfg.controller, cfg.broker, cfg.store, cfg.cluster.controllers, cfg.workload.send_timeout,
                     legacy=cfg.cluster.mode == "legacy",
-                    net_delay=net.delay_max + (net.slow_delay if net.slow > 0 else 0),
+                    net_delay=net.delay_max + (net.slow_delay if net.slow > 0 else 0),  # as Simulation.net_delay
                     consume_interval=cfg.workload.consume_interval)
 
 

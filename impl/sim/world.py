@@ -273,6 +273,14 @@ class Simulation(WorldView):
     def is_paused(self, node: str) -> bool:
         return node in self.paused
 
+    @property
+    def net_delay(self) -> int:
+        net = self.cfg.network
+        return net.delay_max + (net.slow_delay if net.slow > 0 else 0)
+
+    def disturbed(self) -> bool:
+        return bool(self.blocked) or bool(self.paused) or self.quiet_at > self.now
+
     def broker(self, name: str) -> AnyBroker | None:
         node = self.nodes.get(name)
         # a broker's name only ever holds a broker (build_node); no isinstance on this hot path
