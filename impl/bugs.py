@@ -30,6 +30,7 @@ SYNC_METADATA_TASK_DIES = "sync-metadata-task-dies"
 PULL_NEXT_OFFSET_STALE = "pull-next-offset-stale"
 ELECT_REQUEST_NOT_NOTIFIED = "elect-request-not-notified"
 CLOSE_KEEPS_MEMBER = "close-keeps-member"
+TRUNCATE_FILES_MISREPORTS = "truncate-files-misreports"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
 SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
@@ -55,6 +56,8 @@ JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 APPEND_SPANS_FILE = "append-spans-file"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
 LEGACY_PUSH_WAITS_HEARTBEAT = "legacy-push-waits-heartbeat"
+REGISTER_OMITS_TOPIC_CONFIG = "register-omits-topic-config"
+COVER_NARROWS_TOPIC = "cover-narrows-topic"
 
 # upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
 LOCAL_SHRINK_ON_DISCONNECT = "local-shrink-on-disconnect"
@@ -205,6 +208,12 @@ BUGS: dict[str, Bug] = {
             "A master whose HA connection to a member of its SyncStateSet closes only forgets the connection; the "
             "member stays in the SyncStateSet, and in the ack set, until the lag check drops it "
             "(haMaxTimeSlaveNotCatchup, then checkSyncStateSetPeriod): puts wait for its ack meanwhile."),
+        Bug(TRUNCATE_FILES_MISREPORTS, "HA-TRUNCATE-REFUSED-UNALIGNED",
+            "DefaultMessageStore.truncateFiles (its boolean result, read by AutoSwitchHAClient.doTruncate)",
+            "synthetic (the result of the truncation's last call answered instead of true)",
+            "truncateFiles cuts the log to the consistent point and then answers false, so the slave gives up a "
+            "handshake whose truncation went through, closes the connection and reconnects 5 s later: one reset "
+            "that no fault caused per truncation."),
         Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
             "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
             "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "
@@ -347,6 +356,18 @@ BUGS: dict[str, Bug] = {
             "A slave keeps the topic config it was deployed with and never syncs the master's, so a queue expansion "
             "made long before a failover is lost with it.", kind="fidelity",
             needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
+        Bug(REGISTER_OMITS_TOPIC_CONFIG, "NS-ROUTE-TOPIC",
+            "BrokerController.registerBrokerAll (TopicConfigManager.buildTopicConfigSerializeWrapper)",
+            "synthetic (the registration built from an empty topic table)",
+            "A broker registers with the nameserver without its topic config, so the route carries no queue data for "
+            "the topic: clients fall back to what they were deployed with, and no queue expansion reaches them.",
+            kind="fidelity", needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
+        Bug(COVER_NARROWS_TOPIC, "QUEUE-TOPIC-NO-SHRINK",
+            "the kit's fix-master-covers-its-queues (a new master's topic config against the queues its log holds)",
+            "synthetic (the topic set to the queues the log holds instead of widened to them)",
+            "A new master sets its topic to exactly the queues its log holds instead of widening it to them, so a "
+            "queue expansion the slave had synced but no message had used yet is undone by the promotion.",
+            kind="fidelity", needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
         Bug(LEGACY_PUSH_WAITS_HEARTBEAT, "LIVE-SSS-CATCHUP",
             "4.x CommitLog.handleHA / putMessage (HAService.getWaitNotifyObject().wakeupAll after a put)",
             "synthetic (the wake-up of the HA write threads dropped)",

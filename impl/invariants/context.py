@@ -110,6 +110,7 @@ class Context:
         self.fault_times: list[int] = []  # the times of the steps a fault action ran in, in order
         self.role_pending: list[RolePending] = []  # BRK-ROLE-LATENCY: the members an election's role must reach
         self.shrink_pending: list[ShrinkPending] = []  # SYNC-SHRINK-LATENCY: closed members the SSS must drop
+        self.topic_counts: dict[str, tuple[int, int]] = {}  # QUEUE-TOPIC-NO-SHRINK: broker -> its last (read, write)
         self.legacy_appends: list[tuple[int, int]] = []  # 4.x: (time, end) of each put the master wrote, in order
         self.dispatched_in_step: list[StoreDispatch] = []  # the step's store.dispatch observations
         # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one

@@ -7,7 +7,7 @@ import bisect
 import itertools
 
 from ..broker.broker import BrokerNode
-from ..observations import HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate
+from ..observations import HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate, HaTruncateUnaligned
 from ..store.offsets import base_of
 from .context import Context, LogView, PairCache
 from .registry import Violated, invariant, violated
@@ -184,4 +184,25 @@ def epoch_file_wf(ctx: Context, b: str, log: LogView) -> Violated | None:
         for x, y in itertools.pairwise(node.store.epoch_cache._map.values()):
             if x.end_offset != y.start_offset:
                 return violated(f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts", broker=b)
+    return None
+
+
+@invariant("HA-TRUNCATE-REFUSED-UNALIGNED", layer="ha", on=("ha.truncate-unaligned",),
+           source="AutoSwitchHAClient.doTruncate -> DefaultMessageStore.truncateFiles (false only when "
+                  "CommitLog.isOffsetAligned refuses the offset: nothing is cut then)",
+           exceptions="none: a truncation that went through reaches TRANSFER")
+def truncate_refused_unaligned(ctx: Context, obs: HaTruncateUnaligned) -> Violated | None:
+    """A slave's handshake gives up over its truncation only when the consistent point lies inside a message of
+    its log; its log is then left as it was. (A truncation that went through takes the connection to TRANSFER: no
+    reconnect that no fault caused.)"""
+    name, point = obs.get("n", ""), obs["point"]
+    node = ctx.world.broker(name)
+    if not isinstance(node, BrokerNode):
+        return None
+    log = node.store.commitlog
+    end = node.store.max_phy_offset
+    if point >= end or log.is_aligned(point):
+        there = "nothing follows" if point >= end else "a whole message starts"
+        return violated(f"{name} gave up its handshake as if {point} were inside a message, but its log ends at "
+                        f"{end} and {there} there", obs=obs)
     return None

@@ -277,6 +277,25 @@ SCENARIOS: dict[str, Scenario] = {
                  story="Slave b3 (id 2) crashes; master b2 sees its HA connection close at once. Without the switch "
                        "removeConnection proposes the shrink and the controller drops b3 within a few ms; with it b3 "
                        "stays in the SyncStateSet until the lag check, 15 s later."),
+        Scenario(B.REGISTER_OMITS_TOPIC_CONFIG, 1, 10000, [{"t": 5000, "do": "produce", "count": 2}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="The first master registers with the nameserver; with the switch its registration carries no "
+                       "topic config, so the route serves no queue counts for the topic."),
+        Scenario(B.COVER_NARROWS_TOPIC, 1, 60000,
+                 [{"t": 5000, "do": "produce", "count": 4}, {"t": 8000, "do": "expand-queues", "by": 2},
+                  {"t": 30000, "do": "crash", "node": "b2"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Four messages fill queues 0 and 1; the admin widens the topic to 4 queues and slave b3 syncs "
+                       "it. Master b2 dies and b3 is promoted: its log holds queues 0 and 1 only. The fix widens a "
+                       "topic to its log's queues; with the switch b3 sets it to them, undoing the expansion."),
+        Scenario(B.TRUNCATE_FILES_MISREPORTS, 28, 28553,
+                 [{"t": 9345, "do": "partition", "id": "f1", "links": [["b3", "ctl"], ["b3", "b1"], ["b3", "b2"],
+                                                                       ["ctl", "b3"], ["b1", "b3"], ["b2", "b3"]]},
+                  {"t": 27389, "do": "heal", "id": "f1"}],
+                 fixes=B.FIXES_ALL,
+                 story="b3 is cut off while it holds messages the rest of the set does not; after the heal its "
+                       "handshake cuts them (the consistent point). With the switch the store answers false for the "
+                       "cut it made, and b3 gives up a handshake whose truncation went through."),
         Scenario(B.PULL_NEXT_OFFSET_STALE, 1, 10000, [{"t": 3000, "do": "produce", "count": 40}],
                  config={**LEGACY_SYNC, "workload": {"produce_interval": 0}, "sim": {"progress": True}},
                  fixes=B.FIXES_ALL,

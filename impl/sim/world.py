@@ -274,6 +274,10 @@ class Simulation(WorldView):
         return node in self.paused
 
     @property
+    def topic_config(self) -> bool:
+        return self.cfg.workload.topic_config and self.cfg.workload.queues > 0
+
+    @property
     def net_delay(self) -> int:
         net = self.cfg.network
         return net.delay_max + (net.slow_delay if net.slow > 0 else 0)
