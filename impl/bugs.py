@@ -31,6 +31,7 @@ PULL_NEXT_OFFSET_STALE = "pull-next-offset-stale"
 ELECT_REQUEST_NOT_NOTIFIED = "elect-request-not-notified"
 CLOSE_KEEPS_MEMBER = "close-keeps-member"
 TRUNCATE_FILES_MISREPORTS = "truncate-files-misreports"
+HA_ADDRESS_NO_WAKEUP = "ha-address-no-wakeup"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
 SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
@@ -214,6 +215,12 @@ BUGS: dict[str, Bug] = {
             "truncateFiles cuts the log to the consistent point and then answers false, so the slave gives up a "
             "handshake whose truncation went through, closes the connection and reconnects 5 s later: one reset "
             "that no fault caused per truncation."),
+        Bug(HA_ADDRESS_NO_WAKEUP, "HA-CLIENT-WAKEUP",
+            "AutoSwitchHAClient.updateHaMasterAddress (wakeup after the address changes)",
+            "synthetic (the wakeup dropped)",
+            "A slave's HA client stores a new master HA address without waking up: a READY client with no "
+            "connection connects only when its loop's 5 s wait runs out, so every first connection and every "
+            "reconnect to a new master starts up to 5 s late."),
         Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
             "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
             "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "

@@ -311,3 +311,8 @@ class AutoSwitchHAClient:
         self.host.on_confirm_changed()
         self._report_slave_max_offset()
         return True
+
+    @property
+    def connecting(self) -> bool:
+        """A connect to the master is in flight (``connectMaster`` has not returned yet)."""
+        return self._connect_token is not None

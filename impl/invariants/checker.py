@@ -67,6 +67,8 @@ STATE_CHAINS: tuple[tuple[str, ...], ...] = (
     # the others: a step that breaks an older invariant as well reports that one, as before)
     ("SYNC-DISPATCH-CONFIRMED",),
     ("SYNC-CONFIRM-HELD",),
+    # the HA clients' address changes (HA-CLIENT-WAKEUP: the memory its accept events resolve)
+    ("HA-CLIENT-WAKEUP",),
 )
 
 Entry = tuple[str | None, Callable[[Any, Any], Violated | None]]  # (invariant id, or None for history) and its call

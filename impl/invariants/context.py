@@ -111,6 +111,12 @@ class Context:
         self.role_pending: list[RolePending] = []  # BRK-ROLE-LATENCY: the members an election's role must reach
         self.shrink_pending: list[ShrinkPending] = []  # SYNC-SHRINK-LATENCY: closed members the SSS must drop
         self.topic_counts: dict[str, tuple[int, int]] = {}  # QUEUE-TOPIC-NO-SHRINK: broker -> its last (read, write)
+        # HA-CLIENT-WAKEUP: per broker, its HA client as last seen ((incarnation, generation), HA address, when);
+        # when a master last accepted a connection from it; the clients seen idle with a new address since their
+        # last connection: broker -> (time first seen so, the address)
+        self.ha_clients: dict[str, tuple[tuple[int, int], str | None, int]] = {}
+        self.ha_accepted: dict[str, int] = {}
+        self.wakeup_pending: dict[str, tuple[int, str]] = {}
         self.legacy_appends: list[tuple[int, int]] = []  # 4.x: (time, end) of each put the master wrote, in order
         self.dispatched_in_step: list[StoreDispatch] = []  # the step's store.dispatch observations
         # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one

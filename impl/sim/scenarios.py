@@ -296,6 +296,10 @@ SCENARIOS: dict[str, Scenario] = {
                  story="b3 is cut off while it holds messages the rest of the set does not; after the heal its "
                        "handshake cuts them (the consistent point). With the switch the store answers false for the "
                        "cut it made, and b3 gives up a handshake whose truncation went through."),
+        Scenario(B.HA_ADDRESS_NO_WAKEUP, 1, 10000, [], config=QUIET, fixes=B.FIXES_ALL,
+                 story="At start-up a slave's registration gives it the master's HA address while its HA client waits "
+                       "out its first 5 s (it had none). Without the switch the address wakes it and it connects at "
+                       "once; with it the connection starts about 5 s later."),
         Scenario(B.PULL_NEXT_OFFSET_STALE, 1, 10000, [{"t": 3000, "do": "produce", "count": 40}],
                  config={**LEGACY_SYNC, "workload": {"produce_interval": 0}, "sim": {"progress": True}},
                  fixes=B.FIXES_ALL,
