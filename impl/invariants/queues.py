@@ -164,14 +164,18 @@ def confirmed_dispatched(ctx: Context) -> Violated | None:
            exceptions="an admin update (mqadmin updateTopic may narrow a topic) and a slave's sync, which copies the "
                       "master's config whatever it is (SlaveSynchronize.syncTopicConfig)")
 def topic_no_shrink(ctx: Context, obs: BrkTopic) -> Violated | None:
-    """A broker's topic config loses read or write queues only by an admin update or a sync from its master: a
-    change it makes on its own (a promotion's cover of its queues) never lowers a queue count it held."""
+    """A broker's topic config (as persisted in its topics.json) loses read or write queues only by an admin update
+    or a sync from its master: a change it makes on its own (a promotion's cover of its queues) never lowers a queue
+    count it held."""
     name = obs.get("n", "")
+    persisted = ctx.world.disks[name].topics or {}
+    topic = persisted.get("topic") or {}
+    now = (int(topic.get("read", 0)), int(topic.get("write", 0)))
     before = ctx.topic_counts.get(name)
-    ctx.topic_counts[name] = (obs["read"], obs["write"])
+    ctx.topic_counts[name] = now
     if obs["why"] in ("admin", "sync", "sync-delete") or before is None:
         return None
-    if obs["read"] < before[0] or obs["write"] < before[1]:
+    if now[0] < before[0] or now[1] < before[1]:
         return violated(f"{name}'s topic config went from {before[0]} read / {before[1]} write queues to "
-                        f"{obs['read']} / {obs['write']} ({obs['why']})", obs=obs, before=list(before))
+                        f"{now[0]} / {now[1]} ({obs['why']})", obs=obs, before=list(before))
     return None

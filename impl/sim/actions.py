@@ -293,6 +293,11 @@ FAULT_KINDS: dict[str, str] = {
     "crash-role-change": "kill -9 a broker between two sub-steps of its next role change, restart later",
     "crash-empty-epoch": "kill -9 a broker between an epoch entry's append and the first byte written under it, "
                          "restart later",
+    "expand-then-crash-master": "mqadmin updateTopic on the routed master (2 more queues), then kill -9 that master "
+                                "13-18 s later, just after its slaves have synced the topic (slaveSynchronize: at "
+                                "most 10 s + 3 s), while the producer's route (pollNameServerInterval, 30 s) may not "
+                                "have brought the new queues into use yet: the promotion meets a topic wider than its "
+                                "log; restart later (needs [workload] topic_config; off unless a profile weighs it)",
 }
 """Composite fault kinds (``[faults] weights``), each expanded by the generator into primitive actions."""
 
