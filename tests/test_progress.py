@@ -180,3 +180,22 @@ def test_a_generated_run_catches_each_progress_switch(name: str) -> None:
     bugs = sorted({name, *(B.FIXES_ALL if fix_all else ())})
     r = run(_progress(default_config("safe")), seed, 20_000, bugs=bugs, record=False)
     assert r.violation is not None and r.violation.invariant == B.BUGS[name].invariant, r.violation
+
+
+def test_a_legacy_run_settles_and_its_progress_is_checked() -> None:
+    """A 4.x run (no controller) heals, and the 4.x forms of LIVE-SSS-CATCHUP, LIVE-HA-TRANSFER and LIVE-PUTS and
+    LIVE-CONSUME are checked at their bounds (sums of the 4.x timeouts), clean; `rmqha simulate` turns the tail on
+    for legacy profiles too."""
+    from rmqha.cli.files import load_config
+
+    cfg, _ = load_config(None, "legacy-sync", progress=True)
+    assert cfg.sim.progress
+    r = run(cfg, 1, 3000, bugs=list(B.FIXES_ALL))
+    steps = _steps(r.text or "")
+    (settle,) = [s for s in steps if s["ev"] == "settle" and "healed" in s]
+    assert settle["healed"] and r.violation is None, r.violation
+    checked = {i for s in steps if s["ev"] == "progress-check" for i in s["ids"]}
+    assert {"LIVE-SSS-CATCHUP", "LIVE-HA-TRANSFER", "LIVE-PUTS", "LIVE-CONSUME"} <= checked
+    assert len([s for s in steps if s["ev"] == "probe"]) == 2
+    legacy = timeouts(cfg)
+    assert legacy.legacy and total(BY_ID["LIVE-CONSUME"].settle(legacy)) > 0  # type: ignore[misc]
