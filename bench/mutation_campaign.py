@@ -22,9 +22,11 @@ stage              the same as
 ``jraft:1``        ``rmqha simulate --profile jraft --seed 1 --fix all``
 ``legacy-sync:1``  ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
 ``legacy-async:1`` ``rmqha simulate --profile legacy-async --seed 1 --fix all``
-``topic-failover`` ``rmqha simulate --profile topic-failover --seeds 1-5 --fix all`` (fidelity, with topic growth
-``:1-5``           racing a failover: the fault expand-then-crash-master)
 =================  ===========================================================================================
+
+``topic-failover:1-5`` (``rmqha simulate --profile topic-failover --seeds 1-5 --fix all``: fidelity, with topic growth
+racing a failover, the fault expand-then-crash-master) is a stage too, left out by default for its cost (about 6 CPU
+seconds): the fidelity stage reaches a promotion that meets a wider topic than its log already.
 
 ``conform:1-5`` (``rmqha conform --seeds 1-5 --fix all``, 5 000 steps each, every step against the model) is a stage
 too; the default campaign leaves it out since the simulate stages validate their runs as they go (issue 21 item 5).
@@ -59,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
-                  "legacy-async:1", "topic-failover:1-5")
+                  "legacy-async:1")
 SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults",
                 "power-loss", "large-logs", "topic-failover")
 SIM_STEPS = 20_000
