@@ -19,7 +19,12 @@ stage              the same as
                    30 rules, generate and target phases (Hypothesis' guided search on the suite's coverage
                    labels), no shrinking
 ``fidelity:1-4``   ``rmqha simulate --profile fidelity --seeds 1-4 --fix all``
+``storage:1-2``    ``rmqha simulate --profile storage --seeds 1-2 --fix all`` (small mapped files, large messages, torn
+                   commit-log writes: recovery over a torn record, catch-up batches cut inside fillers)
 ``jraft:1``        ``rmqha simulate --profile jraft --seed 1 --fix all``
+``jraft-ops:1``    ``rmqha simulate --profile jraft-ops --seed 1 --fix all`` (JRaft snapshots every 5 s, a controller
+                   follower down past two of them, cleanBrokerData of a running and of a dead broker, a broker
+                   restarted on another port)
 ``legacy-sync:1``  ``rmqha simulate --profile legacy-sync --seed 1 --fix all`` (the 4.x master/slave broker)
 ``legacy-async:1`` ``rmqha simulate --profile legacy-async --seed 1 --fix all``
 =================  ===========================================================================================
@@ -60,10 +65,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-DEFAULT_STAGES = ("safe:1-10", "guards:1-4", "hypothesis:150", "fidelity:1-4", "jraft:1", "legacy-sync:1",
-                  "legacy-async:1")
-SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "jraft", "legacy-sync", "legacy-async", "defaults",
-                "power-loss", "large-logs", "topic-failover")
+DEFAULT_STAGES = (
+    "safe:1-10",
+    "guards:1-4",
+    "hypothesis:150",
+    "fidelity:1-4",
+    "storage:1-2",
+    "jraft:1",
+    "jraft-ops:1",
+    "legacy-sync:1",
+    "legacy-async:1",
+)
+SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "storage", "jraft", "jraft-ops", "legacy-sync",
+                "legacy-async",
+                "defaults", "power-loss", "large-logs", "topic-failover")
 SIM_STEPS = 20_000
 CONFORM_STEPS = 5_000
 HYPOTHESIS_STEPS = 30

@@ -32,6 +32,7 @@ ELECT_REQUEST_NOT_NOTIFIED = "elect-request-not-notified"
 CLOSE_KEEPS_MEMBER = "close-keeps-member"
 TRUNCATE_FILES_MISREPORTS = "truncate-files-misreports"
 HA_ADDRESS_NO_WAKEUP = "ha-address-no-wakeup"
+HA_CLIENT_SPINS = "ha-client-spins"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
 SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
@@ -43,6 +44,8 @@ SLAVE_REPORTS_AT_HANDSHAKE = "slave-reports-at-handshake"
 DISPATCH_SKIPS_RANGE = "dispatch-skips-range"
 RECOVER_CONFIRMS_SCAN_END = "recover-confirms-scan-end"
 SLAVE_CONFIRMS_OWN_MAX = "slave-confirms-own-max"
+CLEAN_SKIPS_LIVING_CHECK = "clean-skips-living-check"
+ADDRESS_UPDATE_DROPPED = "address-update-dropped"
 
 # fidelity switches: a deviation in a part of the deployment that its settings turn on (docs/fidelity.md)
 CLIENT_ACKS_ANNOUNCED_BODY = "client-acks-announced-body"
@@ -55,6 +58,7 @@ OFFSET_NOT_FOUND_FROM_LAST = "offset-not-found-from-last"
 TWO_LEADERS_ONE_TERM = "two-leaders-one-term"
 JRAFT_APPLY_LOCAL_TIME = "jraft-apply-local-time"
 APPEND_SPANS_FILE = "append-spans-file"
+REPUT_STOPS_AT_FILE_END = "reput-stops-at-file-end"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
 LEGACY_PUSH_WAITS_HEARTBEAT = "legacy-push-waits-heartbeat"
 REGISTER_OMITS_TOPIC_CONFIG = "register-omits-topic-config"
@@ -221,6 +225,11 @@ BUGS: dict[str, Bug] = {
             "A slave's HA client stores a new master HA address without waking up: a READY client with no "
             "connection connects only when its loop's 5 s wait runs out, so every first connection and every "
             "reconnect to a new master starts up to 5 s late."),
+        Bug(HA_CLIENT_SPINS, "LIVE-TIME-ADVANCES",
+            "AutoSwitchHAClient.run (waitForRunning(1000) between two rounds of TRANSFER)",
+            "synthetic (the wait between the HA client's rounds dropped)",
+            "The slave's HA client in TRANSFER starts its next round at once instead of waiting for its next "
+            "deadline (the heartbeat or the housekeeping): it spins, and simulated time stands still."),
         Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
             "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
             "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "
@@ -236,6 +245,18 @@ BUGS: dict[str, Bug] = {
             "The epoch cache appends an entry whatever its epoch and start, closing the last entry at the new start, "
             "instead of rejecting an entry that does not come after the last one.",
             kind="guard", needs=(("faults", "guards", True),)),
+        Bug(CLEAN_SKIPS_LIVING_CHECK, "CTL-CLEAN-SPARES-LIVING",
+            "ReplicasInfoManager.cleanBrokerData (without isCleanLivingBroker: each id to clean checked alive)",
+            "synthetic (the loop over the ids to clean; reached by the fault clean-living-broker, profile jraft-ops)",
+            "cleanBrokerData with explicit ids no longer refuses an id whose heartbeat is alive, so mqadmin "
+            "cleanBrokerMetadata naming a running broker removes it from the controller's replica table and "
+            "SyncStateSet while it serves."),
+        Bug(ADDRESS_UPDATE_DROPPED, "LIVE-CTL-ADDRESS",
+            "ReplicasInfoManager.handleUpdateBrokerAddress",
+            "synthetic (the apply of UpdateBrokerAddressEvent; reached by the fault move-broker, profile jraft-ops)",
+            "The controller drops an UpdateBrokerAddressEvent, so a broker restarted on another port with its old id "
+            "stays known at its old address: getReplicaInfo and registerBroker answer a master address nothing "
+            "listens on."),
         Bug(ALTER_SKIPS_MEMBER_CHECKS, "CTL-SSS-REGISTERED",
             "ReplicasInfoManager.alterSyncStateSet (check 6: every new member registered, then alive)",
             "synthetic (the membership checks; a proposal that outlived its member reaches them when the link holds "
@@ -357,6 +378,12 @@ BUGS: dict[str, Bug] = {
             "A master appends a message that does not fit in its mapped file across the file end instead of closing "
             "the file with a filler and starting the next one.", kind="fidelity",
             needs=(("sim", "file_boundaries", True),)),
+        Bug(REPUT_STOPS_AT_FILE_END, "STORE-REPUT-DRAINS",
+            "ReputMessageService.doReput (rollNextFile over an end-of-file filler, then the pass goes on)",
+            "synthetic (a reput pass ends where it rolls to the next mapped file)",
+            "A reput pass that meets an end-of-file filler rolls to the next file and stops there: the messages of the "
+            "new file wait for the next wake-up (the next append or confirmOffset change), in a quiet spell for "
+            "good.", kind="fidelity", needs=(("sim", "file_boundaries", True),)),
         Bug(SLAVE_SKIPS_TOPIC_SYNC, "QUEUE-ACKED-READABLE",
             "SlaveSynchronize.syncTopicConfig (ReplicasManager.handleSlaveSynchronize, every 10 s)",
             "synthetic (a slave never copies the master's topic config)",

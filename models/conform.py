@@ -567,7 +567,7 @@ def _names(sim: Simulation, mask: int) -> list[str]:
 FIDELITY_ACTIONS = ("stop", "lose-file", "slow-apply", "expand-queues")
 GUARD_ACTIONS = ("ha-fault", "ha-stale", "rpc-replay", "crash-at")  # the faults at the guards (issue 21)
 FIDELITY_KINDS = ("stop-broker", "lose-epoch-file", "lose-checkpoint", "restart-consumer", "crash-controller-leader",
-                  "isolate-controller-leader", "slow-apply", "expand-queues")
+                  "isolate-controller-leader", "slow-apply", "expand-queues", "crash-torn-write")
 
 
 def outside_model(cfg: Any, header: dict[str, Any]) -> str | None:

@@ -125,6 +125,36 @@ def test_truncation_leaves_the_bytes_in_the_file_until_overwritten():
     assert MessageStore(plain, CFG).max_phy_offset == ends[0]
 
 
+def test_a_torn_record_over_the_zeros_of_its_file_is_cut_at_its_start():
+    """kill -9 while a write is copied into the mapped file (crash-at torn-write) leaves a prefix of a record and,
+    after it, the zeros of the file (MappedFile.init creates it at its full size; fix-truncate-clears-file clears what
+    a truncation cuts). CommitLog.recoverAbnormally reads them with the prefix: checkMessageAndReturnSize fails the
+    record (its body CRC, or its magic code and size when the cut falls in the header), the scan stops there and the
+    file is truncated at the record's start: the prefix and the zeros are gone, the whole messages before stay."""
+    for cut in (3, 6, 40, 90):
+        disk = _disk([100, 100], confirm=0)
+        start = len(disk.commitlog)
+        record = encode("torn", b"y" * 80, start, 9)
+        disk.commitlog += record[:cut]
+        disk.residue, disk.residue_at = bytes(len(record) - cut), start + cut  # as Simulation._tear leaves them
+        store = MessageStore(disk, CFG)
+        assert store.max_phy_offset == start, cut
+        assert not disk.residue and not store.commitlog.torn and len(store.commitlog.records) == 2
+
+
+def test_a_torn_write_leaves_zeros_with_or_without_residue():
+    """Simulation._tear: whatever [sim] file_residue and fix-truncate-clears-file say, the bytes after a torn prefix
+    are the file's zeros (for the rest of the record) unless an earlier truncation left bytes there."""
+    for bugs in (frozenset(), frozenset({B.FIX_TRUNCATE_CLEARS_FILE})):
+        sim = Simulation(default_config("safe"), 1, max_steps=10, bugs=bugs, checker_factory=_NoChecks)
+        disk = sim.disks["b1"]
+        disk.commitlog += encode("k", b"x" * 100, 0, 1)
+        size = len(disk.commitlog)
+        sim._tear("b1", 0, size)
+        cut = len(disk.commitlog)
+        assert 0 < cut < size and disk.residue_at == cut and disk.residue == bytes(size - cut)
+
+
 class _NoChecks:
     def __init__(self, world: Simulation) -> None:
         pass

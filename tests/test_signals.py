@@ -237,3 +237,36 @@ def test_cluster_test_leaves_nothing(tmp: Path, sig: signal.Signals) -> None:
         assert not (folder / "running").exists()
     else:  # nobody could: the processes saw their owner gone (or died with it) and exited
         assert json.loads((folder / "running").read_text())["owner"] == kit.pid
+
+
+# ------------------------------------------------------------------------------- a signal inside a finaliser
+
+
+class _SignalsFromItsFinaliser:
+    """An object whose finaliser sends this process SIGTERM and goes on running Python code, so the signal's handler
+    runs inside ``__del__``, where the interpreter swallows what it raises ("Exception ignored in ...")."""
+
+    def __del__(self) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)
+        total = 0
+        for i in range(10_000):  # the handler runs at one of these steps, still inside the finaliser
+            total += i
+
+
+def test_a_signal_that_lands_in_a_finaliser_still_ends_the_run() -> None:
+    """``ending_on_signals``: an ``Ended`` raised inside a finaliser cannot propagate and would be lost, the run going
+    on to its end (as a real test once did for two minutes after SIGTERM); it is raised again once the finaliser
+    returns, before the code after it runs."""
+    from rmqha.impl.sim.children import Ended, ending_on_signals
+
+    reached = []
+    hook, handler = sys.unraisablehook, signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Ended) as caught:
+        with ending_on_signals():
+            _SignalsFromItsFinaliser()  # dropped at once: its finaliser runs here
+            for _ in range(1000):
+                time.sleep(0.001)
+            reached.append("the code after the finaliser")
+    assert caught.value.signum == signal.SIGTERM
+    assert not reached
+    assert (sys.unraisablehook, signal.getsignal(signal.SIGTERM), sys.getprofile()) == (hook, handler, None)

@@ -72,14 +72,15 @@ class BrokerNode(Actor):
                  rng: DetRng, controllers: list[str], nameserver: str, bugs: frozenset[str] = frozenset(),
                  election_priority: int | None = None, queues: int = 0, file_boundaries: bool = False,
                  topic_config: bool = False, other_topics: int = 0, topic_persist_us: int = 3,
-                 interleave: bool = False) -> None:
+                 interleave: bool = False, listen_port: int = 10911) -> None:
         super().__init__(name, rng)
         self.broker_cfg = broker_cfg
         self.store_cfg = store_cfg
         self.disk = disk
         self.bugs = bugs
-        self.address = f"{name}:10911"
-        self.ha_address = f"{name}:10912"
+        # BrokerConfig.listenPort (10911) and haListenPort (listenPort + 1): a restart may move them (move-broker)
+        self.address = f"{name}:{listen_port}"
+        self.ha_address = f"{name}:{listen_port + 1}"
         self.controller_addresses = [f"{c}:9878" for c in controllers]
         self.nameserver = nameserver
         self.election_priority = broker_cfg.broker_election_priority if election_priority is None else election_priority
@@ -168,8 +169,7 @@ class BrokerNode(Actor):
         if self.store_cfg.flush_disk_type == "SYNC_FLUSH":
             return
         store, cfg = self.store, self.store_cfg
-        dirty_pages = store.max_phy_offset // 4096 - self.disk.flushed // 4096
-        if dirty_pages >= cfg.flush_commit_log_least_pages:
+        if store.able_to_flush(cfg.flush_commit_log_least_pages):
             if woken:
                 store.commitlog.flush()
                 return
@@ -466,6 +466,11 @@ class BrokerNode(Actor):
         self._reput_scheduled = True
         self._reput_due = self.now + lag
         self.after(lag, self._reput)
+
+    @property
+    def reput_pending(self) -> bool:
+        """A reput pass is due (a wake-up with a lag, or the next sub-step of an interleaved pass)."""
+        return self._reput_scheduled
 
     @property
     def reput_stalled_until(self) -> int:

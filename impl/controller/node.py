@@ -278,6 +278,9 @@ class ControllerNode(Actor):
         name = req.broker_name
         before = self.rim.snapshot().get(name, None)
         local = B.JRAFT_APPLY_LOCAL_TIME in self.bugs
+        at = self.now if local else req.stamp
+        # who was alive at invokeTime, before a clean removes ids (CTL-CLEAN-ELECTION, CTL-CLEAN-SPARES-LIVING)
+        alive = self._live_at(name, at) if req.op in ("electMaster", "cleanBrokerData") else {}
         result = execute(self.rim, self.live, req, self.now, local)
         if result is None:  # the closure runs with an error status
             result = ControllerResult().fail(ResponseCode.CONTROLLER_JRAFT_INTERNAL_ERROR, "process event failed")
@@ -289,17 +292,25 @@ class ControllerNode(Actor):
                        "node": self.name, "term": entry.term})
         if event is not None:
             ctx = dict(entry.ctx, op=req.op, code=int(result.code), invokeTime=req.stamp, validatedAt=self.now)
-            if req.op == "electMaster":  # who was alive at invokeTime (CTL-CLEAN-ELECTION reads it)
-                at = self.now if local else req.stamp
-                replicas = self.rim.replica_info_table.get(name)
-                ctx["alive"] = {str(i): self.live.is_active(replicas.cluster_name, name, i, at)
-                                for i in sorted(replicas.broker_id_info)} if replicas else {}
+            if req.op == "electMaster":
+                ctx["alive"] = self._live_at(name, at)
+            elif req.op == "cleanBrokerData":
+                ctx.update(alive=alive, ids=dict(req.args).get("brokerControllerIdsToClean"),
+                           living=bool(dict(req.args).get("isCleanLivingBroker")))
             applied: CtlApply = {"k": "ctl.apply", "index": entry.index, "event": event, "ctx": ctx, "before": before,
                                  "after": self.rim.snapshot().get(name, None)}
             if self.repl is not None:
                 applied["node"], applied["term"] = self.name, entry.term
             self.emit(applied)
         return result
+
+    def _live_at(self, broker_name: str, at: int) -> dict[str, bool]:
+        """JRaft: each registered id of the set, alive by the replicated live table at ``at``."""
+        replicas = self.rim.replica_info_table.get(broker_name)
+        if replicas is None:
+            return {}
+        return {str(i): self.live.is_active(replicas.cluster_name, broker_name, i, at)
+                for i in sorted(replicas.broker_id_info)}
 
     def _jraft_propose(self, op: str, args: dict[str, Any], ctx: dict[str, Any] | None = None,
                        stamp: int | None = None) -> Future:
@@ -551,9 +562,15 @@ class ControllerNode(Actor):
 
     def _clean(self, src: str, cmd: Command) -> Future:
         h = cmd.header
-        return self._submit("cleanBrokerData", lambda: self.rim.clean_broker_data(
-            h.get("clusterName"), h["brokerName"], h.get("brokerControllerIdsToClean"),
-            bool(h.get("isCleanLivingBroker", False)), self._alive), True, {"requester": src})
+        name, ids, living = h["brokerName"], h.get("brokerControllerIdsToClean"), bool(h.get("isCleanLivingBroker"))
+
+        def supplier() -> ControllerResult:
+            ctx_alive.update(self._alive_snapshot(name))  # who was alive when it validated (CTL-CLEAN-SPARES-LIVING)
+            return self.rim.clean_broker_data(h.get("clusterName"), name, ids, living, self._alive)
+
+        ctx_alive: dict[str, bool] = {}
+        return self._submit("cleanBrokerData", supplier, True,
+                            {"requester": src, "alive": ctx_alive, "ids": ids, "living": living})
 
     def _next_id(self, src: str, cmd: Command) -> Future:
         h = cmd.header

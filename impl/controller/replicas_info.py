@@ -464,7 +464,7 @@ class ReplicasInfoManager:
                     return result.fail(ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                                        f"Please set the option <brokerControllerIdsToClean> according to the "
                                        f"format, exception: {exc}")
-                for bid in sorted(id_set):
+                for bid in sorted(id_set) if B.CLEAN_SKIPS_LIVING_CHECK not in self.bugs else []:
                     if alive(cluster_name or "", broker_name, bid):
                         return result.fail(ResponseCode.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
                                            f"Broker [{broker_name},  {bid}] is still alive, clean up failure")
@@ -533,6 +533,8 @@ class ReplicasInfoManager:
         elif isinstance(event, UpdateBrokerAddressEvent):
             known = self.replica_info_table.get(event.broker_name)
             if known is None:  # RocketMQ throws an NPE here (handleUpdateBrokerAddress); the entry is dropped
+                return
+            if B.ADDRESS_UPDATE_DROPPED in self.bugs:
                 return
             known.update_broker_address(event.broker_id, event.broker_address)
         else:  # pragma: no cover

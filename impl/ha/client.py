@@ -140,7 +140,7 @@ class AutoSwitchHAClient:
             due = min(self.last_write_timestamp + cfg.ha_send_heartbeat_interval,
                       self.last_read_timestamp + cfg.ha_housekeeping_interval) + 1
             ticks = max(1, -(-(due - now) // SELECT_WAIT))
-            self._schedule(ticks * SELECT_WAIT)
+            self._schedule(0 if B.HA_CLIENT_SPINS in self.service.bugs else ticks * SELECT_WAIT)
 
     def on_connect_result(self, token: int, conn: int | None) -> None:
         if token != self._connect_token:

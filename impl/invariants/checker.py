@@ -56,7 +56,7 @@ STATE_CHAINS: tuple[tuple[str, ...], ...] = (
     ("CTL-EPOCH-MONO", "CTL-MASTER-IN-SSS", "CTL-SSS-REGISTERED"),
     # the brokers' state
     ("CTL-ID-UNIQUE", "EPOCH-FILE-WF", "STORE-NO-SPAN-FILE", "STORE-NO-RESURRECT", "HA-ACK-BOUND",
-     "QUEUE-OFFSET-GAPLESS", "STORE-WHOLE-MESSAGES", "HA-LOG-MATCHING", "SYNC-CONFIRM-BOUND"),
+     "QUEUE-OFFSET-GAPLESS", "STORE-WHOLE-MESSAGES", "STORE-REPUT-DRAINS", "HA-LOG-MATCHING", "SYNC-CONFIRM-BOUND"),
     # the nameserver's
     ("NS-ROUTE-HIGHEST-EPOCH",),
     # across the cluster: the established master and the history
@@ -109,6 +109,7 @@ class Checker(Context):
         self._ns_chains = self._chains(chains, {"nameserver"})
         self._at_end = tuple(i for i in CATALOGUE if i.at_run_end and i.id in self.enabled)
         self._track_reput = "QUEUE-CONFIRMED-DISPATCHED" in self.enabled
+        self._track_idle = "STORE-REPUT-DRAINS" in self.enabled
         self._settle = settle_ms(world.store_config)
         self._loss_chain = next((self._compile(c) for c in chains if c[0].id == "SYNC-NO-ACK-LOSS"), ())
         self._across_chains = tuple(self._compile(c) for c in chains if len(c[0].reads) > 1
@@ -238,13 +239,15 @@ class Checker(Context):
             disk = world.disks[b]
             if self._track_reput and isinstance(node, BrokerNode):
                 self._note_reput_end(b, node)
+            overdue = self._track_idle and isinstance(node, BrokerNode) and self._note_reput_idle(b, node)
             if node is None:
                 fp: Fingerprint = (None, disk.generation, len(disk.commitlog))
             else:
                 st = node.store
                 ha = node.ha if isinstance(node, BrokerNode) else None
                 fp = (world.inc[b], st.commitlog.version, disk.generation, st.epoch_cache.version, st.confirm_offset,
-                      st.role, st.fenced, tuple(sorted(ha.sync_state_set)) if ha else (), disk.broker_identity)
+                      st.role, st.fenced, tuple(sorted(ha.sync_state_set)) if ha else (), disk.broker_identity,
+                      overdue)
             if self._fingerprints.get(b) != fp:
                 self._fingerprints[b] = fp
                 changed = True
@@ -261,6 +264,21 @@ class Checker(Context):
         horizon = world.now - self._settle
         while len(hist) > 1 and hist[1][1] <= horizon:
             del hist[0]
+
+    def _note_reput_idle(self, b: str, node: BrokerNode) -> bool:
+        """STORE-REPUT-DRAINS' memory: since when the broker's reput thread has sat idle before a record it could
+        dispatch; True once that has lasted longer than the settle time (the broker's state then counts as changed,
+        so that its checks run)."""
+        world = self.world
+        if not store.reput_idles_over_work(node, world.now):
+            self.reput_idle.pop(b, None)
+            return False
+        inc = world.inc[b]
+        since = self.reput_idle.get(b)
+        if since is None or since[0] != inc:
+            self.reput_idle[b] = (inc, world.now)
+            return False
+        return world.now - since[1] > self._settle
 
     # ---------------------------------------------------------------------------------------- run's end
 

@@ -122,6 +122,9 @@ class Context:
         # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one
         # at or before the settle time ago on (recorded by the checker for every broker a step touched)
         self.reput_ends: dict[str, list[tuple[int, int, int]]] = {}
+        # STORE-REPUT-DRAINS: per broker, since when (incarnation, time) its reput thread has sat idle before a record
+        # it could dispatch (noted by the checker for every broker a step touched)
+        self.reput_idle: dict[str, tuple[int, int]] = {}
         self._expanding: set[str] = set()  # masters whose SSS expansion is in flight (coverage only)
         self._full_recheck = True  # every state check re-runs after this step (a fault, a new master, a crash...)
         # ----------------------------------------------------------------- memory of individual invariants

@@ -144,6 +144,31 @@ def alter_fenced(ctx: Context, obs: CtlApply) -> Violated | None:
     return None
 
 
+@invariant("CTL-CLEAN-SPARES-LIVING", layer="controller", on=("ctl.apply",),
+           source="ReplicasInfoManager.cleanBrokerData (without isCleanLivingBroker: a set with a master, or an id "
+                  "whose heartbeat is alive, is refused); handleCleanBrokerDataEvent",
+           exceptions="isCleanLivingBroker (the admin forces it); DLedger validates at the leader, and a broker may "
+                      "come back between the validation and the apply")
+def clean_spares_living(ctx: Context, obs: CtlApply) -> Violated | None:
+    """An applied CleanBrokerData that the admin did not force removes no broker the controller saw alive when it
+    validated the request, and wipes a whole set only when the set had no master."""
+    ev, before, c = obs["event"], obs["before"], obs["ctx"]
+    if not ctx.apply_first or ev["type"] != "CleanBrokerData" or c.get("living"):
+        return None
+    ids = ev["brokerIdSetToClean"]
+    if not ids:
+        if before is not None and before.get("master") is not None:
+            return violated(f"the whole set {ev['brokerName']} was cleaned while it had master {before['master']}",
+                            event=ev, ctx=c, before=before)
+        return None
+    alive = c.get("alive", {})
+    living = [i for i in ids if alive.get(str(i))]
+    if living:
+        return violated(f"broker id(s) {living} of {ev['brokerName']} cleaned while alive (not forced)", event=ev,
+                        ctx=c, before=before)
+    return None
+
+
 @invariant("CTL-MASTER-IN-SSS", layer="controller", reads=("controller",),
            source="ReplicasInfoManager.alterSyncStateSet (check 7); handleElectMaster sets SSS := {master}",
            exceptions="CleanBrokerDataEvent with explicit ids can remove the master from the SSS")
@@ -152,7 +177,11 @@ def master_in_sss(ctx: Context) -> Violated | None:
     ctl = ctx.world.controller_node()
     if ctl is None:
         return None
-    for info in ctl.rim.sync_state_set_info_table.values():
+    for name, info in ctl.rim.sync_state_set_info_table.items():
+        replicas = ctl.rim.replica_info_table.get(name)
+        if replicas is not None and info.master_broker_id is not None \
+                and not replicas.is_broker_exist(info.master_broker_id):
+            continue  # the exception: a clean with explicit ids removed the master's id (and its SSS membership)
         if info.master_broker_id is not None and info.master_broker_id not in info.sync_state_set:
             return violated(f"master {info.master_broker_id} not in SSS {sorted(info.sync_state_set)}",
                             controller=ctl.rim.snapshot())

@@ -20,6 +20,7 @@ from .context import Context
 from .registry import Violated, invariant, violated
 from .settle import (
     Settle,
+    address_terms,
     catchup_terms,
     consume_terms,
     consume_window,
@@ -313,33 +314,6 @@ def puts_succeed(ctx: Context, at: Settle) -> Violated | None:
                     "acknowledged", probes=got, brokers=_statuses(ctx))
 
 
-@invariant("LIVE-CONSUME", layer="client", settle=consume_terms,
-           source="DefaultMQPushConsumerImpl.pullMessage -> PullAPIWrapper.processPullResult (the next pull starts "
-                  "at the answer's nextBeginOffset, at once); PullMessageProcessor / DefaultMessageStore.getMessage "
-                  "(up to pullBatchSize messages from the requested queue offset; nextBeginOffset past the last)",
-           exceptions="the master is down, or the consumer is; runs with [workload] queues (CLI-NO-SKIP follows each "
-                      "queue's offsets) or with no consumer; 5.x runs (a failover moves the single queue's reads to "
-                      "another broker's consume queue)")
-def consume_progress(ctx: Context, at: Settle) -> Violated | None:
-    """After the heal point and its settle bound, the consumer has read every message the master's consume queue
-    holds that was acknowledged at least a pull window ago (``settle.consume_window``): it is not stuck on a batch
-    and skips none (4.x, one queue)."""
-    world = ctx.world
-    if not world.legacy or at.timeouts.consume_interval <= 0 or "c1" not in world.processes():
-        return None
-    master = _legacy_master(ctx)
-    if master is None:
-        return None
-    before = world.now - consume_window(at.timeouts)
-    unread = [d.key for d in master.store.dispatched
-              if d.key not in ctx.seen and ctx.acked.get(d.key, before + 1) <= before]
-    if unread:
-        return violated(f"{_since(ctx, at)}: the consumer has not read {len(unread)} message(s) master "
-                        f"{master.name} dispatched and acknowledged more than {world.now - before} ms ago (first: "
-                        f"{unread[0]})", unread=unread[:10], seen=len(ctx.seen), master=master.status())
-    return None
-
-
 @invariant("LIVE-TASKS", layer="broker", settle=tasks_terms,
            source="scheduleAtFixedRate (ScheduledThreadPoolExecutor: a run that throws suppresses every later one) of "
                   "ReplicasManager (syncBrokerMetadata, updateControllerMetadata, checkSyncStateSet, "
@@ -373,6 +347,63 @@ def tasks_run(ctx: Context, at: Settle) -> Violated | None:
     return None
 
 
+@invariant("LIVE-CTL-ADDRESS", layer="controller", settle=address_terms,
+           source="ReplicasInfoManager.registerSuccess (an UpdateBrokerAddressEvent when the broker's address is not "
+                  "the one it holds) and handleUpdateBrokerAddress; ReplicasManager.startBasicService -> "
+                  "registerBrokerToController (retried every 5 s until it succeeds)",
+           exceptions="4.x runs; a broker whose id the controller does not hold (cleaned, or not yet applied)")
+def ctl_address(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, every broker that runs and whose controller id the controller
+    holds is known there by its current address (a broker restarted on another port has re-registered it), so
+    getReplicaInfo and registerBroker answer the master's current address."""
+    world = ctx.world
+    if world.legacy:
+        return None
+    ctl = world.controller_node()
+    if ctl is None or world.broker_name not in ctl.rim.sync_state_set_info_table:
+        return None
+    replicas = ctl.rim.replica_info_table.get(world.broker_name)
+    if replicas is None:
+        return None
+    for b in world.brokers:
+        node = world.broker(b)
+        bid = world.disks[b].broker_identity
+        if not isinstance(node, BrokerNode) or bid is None or not replicas.is_broker_exist(bid[2]):
+            continue
+        held = replicas.broker_address(bid[2])
+        if held != node.address:
+            return violated(f"{_since(ctx, at)}: the controller knows broker {bid[2]} ({b}) at {held}; it runs at "
+                            f"{node.address}", broker=node.status(), controller=ctl.rim.snapshot())
+    return None
+
+
+@invariant("LIVE-CONSUME", layer="client", settle=consume_terms,
+           source="DefaultMQPushConsumerImpl.pullMessage -> PullAPIWrapper.processPullResult (the next pull starts "
+                  "at the answer's nextBeginOffset, at once); PullMessageProcessor / DefaultMessageStore.getMessage "
+                  "(up to pullBatchSize messages from the requested queue offset; nextBeginOffset past the last)",
+           exceptions="the master is down, or the consumer is; runs with [workload] queues (CLI-NO-SKIP follows each "
+                      "queue's offsets) or with no consumer; 5.x runs (a failover moves the single queue's reads to "
+                      "another broker's consume queue)")
+def consume_progress(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, the consumer has read every message the master's consume queue
+    holds that was acknowledged at least a pull window ago (``settle.consume_window``): it is not stuck on a batch
+    and skips none (4.x, one queue)."""
+    world = ctx.world
+    if not world.legacy or at.timeouts.consume_interval <= 0 or "c1" not in world.processes():
+        return None
+    master = _legacy_master(ctx)
+    if master is None:
+        return None
+    before = world.now - consume_window(at.timeouts)
+    unread = [d.key for d in master.store.dispatched
+              if d.key not in ctx.seen and ctx.acked.get(d.key, before + 1) <= before]
+    if unread:
+        return violated(f"{_since(ctx, at)}: the consumer has not read {len(unread)} message(s) master "
+                        f"{master.name} dispatched and acknowledged more than {world.now - before} ms ago (first: "
+                        f"{unread[0]})", unread=unread[:10], seen=len(ctx.seen), master=master.status())
+    return None
+
+
 def task_overdue(created: int, initial: int, period: int, last_start: int | None, now: int,
                  allowance: int) -> int | None:
     """LIVE-TASKS for one task (not cancelled) at ``now``: the time since which it should have started a run and
@@ -400,3 +431,23 @@ def _statuses(ctx: Context) -> dict[str, object]:
         node = ctx.world.broker(b)
         out[b] = node.status() if node is not None else None
     return out
+
+
+@invariant("LIVE-TIME-ADVANCES", layer="broker", at_run_end=True,
+           source="every periodic service of the cluster waits between its rounds (ServiceThread.waitForRunning: "
+                  "AutoSwitchHAClient 1 s, the HA connections' selects, ReputMessageService 1 ms with nothing to "
+                  "dispatch, the scheduled executors' periods), so with no fault left a quiet cluster takes a "
+                  "bounded number of steps per simulated second",
+           exceptions="runs without a settle tail; a tail that ended unhealed")
+def time_advances(ctx: Context) -> Violated | None:
+    """Simulated time reaches the settle tail's last progress check within the tail's step budget (the simulator's
+    ``TAIL_STEPS``, eight times the busiest healthy tail measured): no process fires timer after timer while time
+    stands still or crawls (a busy loop, a timer re-armed for the same instant, timers that multiply), which would
+    otherwise end a run unchecked."""
+    stalled = ctx.world.tail_stalled()
+    if stalled is None:
+        return None
+    steps, start, end = stalled
+    return violated(f"the settle tail took {steps} steps while simulated time went from t={start} to t={end} ms, "
+                    "short of its progress checks: a busy loop (timers firing while time stands still or crawls)",
+                    steps=steps, start=start, reached=end)

@@ -99,6 +99,14 @@ def master_terms(t: Timeouts) -> list[Term]:
                  b.sync_broker_metadata_period + b.rpc_timeout)]
 
 
+def address_terms(t: Timeouts) -> list[Term]:
+    """LIVE-CTL-ADDRESS: a broker (re)started on a new address registers it. registerBrokerToController is the last
+    step of ReplicasManager.startBasicService, which LIVE-MASTER's bound already waits for (a broker restarted at the
+    heal point retries it every RETRY_INTERVAL_SECOND until it succeeds); the event it appends is committed and
+    applied before the controller answers."""
+    return master_terms(t)
+
+
 def no_dead_terms(t: Timeouts) -> list[Term]:
     """LIVE-SSS-NO-DEAD: the master's view of the SyncStateSet caught up with the controller's, a dead member's
     caught-up time stale, and the shrink reported."""

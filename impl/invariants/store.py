@@ -3,7 +3,10 @@ recovery makes of it after a crash (``recoverNormally`` / ``recoverAbnormally``)
 
 from __future__ import annotations
 
+from ..broker.broker import BrokerNode
+from ..store.message import check
 from .context import Context, LogView
+from .queues import settle_ms
 from .registry import Violated, invariant, violated
 
 
@@ -54,3 +57,47 @@ def whole_messages(ctx: Context, b: str, view: LogView) -> Violated | None:
         return violated(f"{b} holds bytes at {log.torn[0]} that are not a message, followed by more data (log end "
                         f"{log.max_offset})", broker=b, torn=log.torn[:5])
     return None
+
+
+def reput_idles_over_work(node: BrokerNode, now: int) -> bool:
+    """Whether the broker's reput thread sits idle (no pass due, no stall) while the record at its reput offset is one
+    it could take: a whole message, or an end-of-file filler, that ends at or before its reput end (a pass dispatches
+    the one and rolls to the next file over the other)."""
+    st = node.store
+    if node.reput_pending or now < node.reput_stalled_until:
+        return False
+    pos, end, buf = st.reput_from_offset, st.peek_reput_end(), st.commitlog.data
+    if pos >= min(end, len(buf)):
+        return False
+    size, _ = check(buf, pos, len(buf))
+    return size > 0 and pos + size <= end
+
+
+@invariant("STORE-REPUT-DRAINS", layer="store", reads=("brokers",), per_broker=True,
+           source="ReputMessageService.run (doReput every 1 ms) / doReput (dispatches every whole message up to "
+                  "getReputEndOffset, rollNextFile over an end-of-file filler, and goes on)",
+           exceptions="a paused broker; a reput stalled (fault slow-dispatch) or due to run (reputIntervalMs, the "
+                      "next sub-step of an interleaved pass); a record that is not a whole message (a corrupt one "
+                      "stops the reput for good on a slave: doNext = false); a 4.x broker")
+def reput_drains(ctx: Context, b: str, view: LogView) -> Violated | None:
+    """A broker's reput thread never sits idle for longer than the settle time before a record it could dispatch: a
+    whole message or end-of-file filler at its reput offset that ends at or before its reput end (confirmOffset).
+
+    ``ReputMessageService`` polls ``doReput`` every 1 ms and a pass goes on over a filler to the next file, so such a
+    record waits at most a poll in RocketMQ; the kit runs the pass in the step that gives it work. The settle time is
+    QUEUE-CONFIRMED-DISPATCHED's (100 reput periods: ``queues.settle_ms``). The checker notes, for every broker a step
+    touches (timers, heartbeats, pulls, HA frames), since when its reput has sat idle so (``Context.reput_idle``); that
+    catches a pass that stops early and waits for the next confirmOffset change, which QUEUE-CONFIRMED-DISPATCHED,
+    checked once at the run's end, sees only when that change is the run's last."""
+    node = view[2]
+    if not isinstance(node, BrokerNode):
+        return None
+    world = ctx.world
+    since = ctx.reput_idle.get(b)
+    settle = settle_ms(world.store_config)
+    if since is None or since[0] != world.inc[b] or world.now - since[1] <= settle:
+        return None
+    st = node.store
+    return violated(f"{b}'s reput has sat idle at {st.reput_from_offset} since {since[1]} ({world.now - since[1]} ms, "
+                    f"settle {settle} ms) before a record it could dispatch (reput end {st.peek_reput_end()})",
+                    broker=node.status(), reput=st.reput_from_offset, since=since[1])

@@ -91,6 +91,11 @@ class ClusterView(Protocol):
         """Every process that runs (up, not paused), by node name: what LIVE-TASKS reads."""
         ...
 
+    def tail_stalled(self) -> tuple[int, int, int] | None:
+        """The run's settle tail used its whole step budget before its last progress check: (steps, from, to), the
+        simulated ms it covered; None otherwise (no tail, or one that ended itself)."""
+        ...
+
     def fail(self, invariant: str, message: str, state: dict[str, Any] | None = None) -> None:
         """Record a violation (the first one of a run stops it)."""
         ...

@@ -42,8 +42,12 @@ class Crash(_Base):
 
 
 class Restart(_Base):
+    """A crashed process starts again; ``port``: a broker comes back on this listenPort (its HA port the next one),
+    with its old store and id (a redeployment on another port)."""
+
     do: Literal["restart"]
     node: str
+    port: NotRequired[int]
 
 
 class Stop(_Base):
@@ -54,7 +58,8 @@ class Stop(_Base):
 
 
 class LoseFile(_Base):
-    """While the broker is down: its ``epoch`` file or its ``checkpoint`` is gone at the next start."""
+    """While the broker is down: its ``epoch`` file, its ``checkpoint`` or its ``identity`` (the controller id it
+    was given: storePathBrokerIdentity and its temp file) is gone at the next start."""
 
     do: Literal["lose-file"]
     node: str
@@ -141,7 +146,8 @@ class AdminElect(_Base):
 
 
 class Clean(_Base):
-    """``mqadmin cleanBrokerMetadata``: ``ids`` (comma-separated) or the whole set."""
+    """``mqadmin cleanBrokerMetadata``: ``ids`` (``;``-separated, as brokerControllerIdsToClean) or the whole set;
+    ``living``: isCleanLivingBroker."""
 
     do: Literal["clean"]
     ids: NotRequired[str | None]
@@ -156,7 +162,7 @@ class ExpandQueues(_Base):
 
 
 TamperMode = Literal["dup", "reorder", "replay"]
-TrapPoint = Literal["confirm-split", "empty-epoch", "role-change"]
+TrapPoint = Literal["confirm-split", "empty-epoch", "role-change", "torn-write"]
 
 
 class HaFault(_Base):
@@ -199,7 +205,10 @@ class CrashAt(_Base):
     """kill -9 aimed at a point: the first time within ``within`` ms that ``node`` (absent: any broker) reaches
     ``point``, it crashes there. ``confirm-split``: its confirmOffset lies inside a message; ``empty-epoch``: an epoch
     entry appended since the action has no byte under it yet; ``role-change``: between the sub-steps of a role change
-    (``step`` 1-3: ``ReplicasManager.changeToMaster`` / ``changeToSlave``, ``impl/broker/replicas_manager.py``)."""
+    (``step`` 1-3: ``ReplicasManager.changeToMaster`` / ``changeToSlave``, ``impl/broker/replicas_manager.py``);
+    ``torn-write``: it writes to its commit log (a put, or a slave's append of transferred bytes) and dies while the
+    bytes are being copied into the mapped file, so only a prefix of them is there (after them, what the file held:
+    the zeros of a new or cleared mapped file, or an earlier truncation's leftovers with ``[sim] file_residue``)."""
 
     do: Literal["crash-at"]
     node: NotRequired[str]
@@ -293,6 +302,16 @@ FAULT_KINDS: dict[str, str] = {
     "crash-role-change": "kill -9 a broker between two sub-steps of its next role change, restart later",
     "crash-empty-epoch": "kill -9 a broker between an epoch entry's append and the first byte written under it, "
                          "restart later",
+    "crash-torn-write": "kill -9 a broker in the middle of a commit-log write (a put, or a slave's append): only a "
+                        "prefix of the bytes reaches the file (a torn record); restart later, perhaps then promote it "
+                        "(off by default: [faults] weights turns it on)",
+    # the operator's paths (issue 21): off unless a profile weighs them
+    "clean-living-broker": "mqadmin cleanBrokerMetadata naming a running broker's id (not forced): RocketMQ refuses "
+                           "while the controller sees the broker alive",
+    "decommission-broker": "kill -9 a slave, mqadmin cleanBrokerMetadata of its id once its heartbeat has expired, "
+                           "then redeploy it without its controller identity (it applies for a new id; store kept)",
+    "move-broker": "kill -9 a broker and restart it on another listenPort with its old store and id: it registers "
+                   "its new address with the controller (UpdateBrokerAddressEvent)",
     "expand-then-crash-master": "mqadmin updateTopic on the routed master (2 more queues), then kill -9 that master "
                                 "13-18 s later, just after its slaves have synced the topic (slaveSynchronize: at "
                                 "most 10 s + 3 s), while the producer's route (pollNameServerInterval, 30 s) may not "

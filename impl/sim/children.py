@@ -12,7 +12,10 @@ not import each other and every one of them imports ``rmqha.impl.sim``. Linux on
 * :func:`ending_on_signals` turns the first SIGTERM, SIGINT or SIGHUP into :class:`Ended` in the main thread, so every
   ``finally`` of the run (end the children, remove the temporary folders) runs before the kit exits with
   ``128 + signal`` (143, 130, 129); later signals are ignored while the run cleans up. Should an ``Ended`` cut a
-  cleanup short, the block's exit ends every child :func:`start_child` started in it that still runs.
+  cleanup short, the block's exit ends every child :func:`start_child` started in it that still runs. A signal that
+  lands while the main thread runs a finaliser (``__del__``, a weakref callback: Python prints such an exception
+  as "ignored" and goes on) is not lost: :func:`_redeliver`, the block's ``sys.unraisablehook``, raises it again
+  as soon as the finaliser returns.
 * :func:`run_dir` makes a run's private temporary folder under the kit's own folder (``$TMPDIR/rmqha-<uid>/``), named
   after the process that owns it (pid and start time): ``<kind>.<pid>.<start>.<random>``. A run removes its folder on
   every ending it sees; a folder whose owner is gone (a SIGKILLed run) is removed by :func:`sweep_run_dirs`, which
@@ -28,6 +31,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator, Sequence
@@ -82,6 +86,7 @@ class _Guard:
         self.hold = 0  # start_child calls in progress on the main thread: Ended waits until the child is known
         self.pending: int | None = None
         self.started: dict[int, subprocess.Popen[Any]] = {}  # children started inside the block, by pid
+        self.hook: Any = None  # the sys.unraisablehook the block replaced
 
 
 _GUARD = _Guard()
@@ -110,6 +115,7 @@ def ending_on_signals() -> Iterator[None]:
     if _GUARD.depth == 0:
         _GUARD.fired = _GUARD.pending = None
         _GUARD.started.clear()
+        _GUARD.hook, sys.unraisablehook = sys.unraisablehook, _redeliver
         for s in ENDING_SIGNALS:
             signal.signal(s, _on_signal)
     _GUARD.depth += 1
@@ -124,7 +130,34 @@ def ending_on_signals() -> Iterator[None]:
         if _GUARD.depth == 0:
             for s, handler in previous.items():
                 signal.signal(s, handler)
+            if sys.unraisablehook is _redeliver:
+                sys.unraisablehook = _GUARD.hook
             _GUARD.started.clear()
+
+
+def _redeliver(unraisable: Any) -> None:
+    """``sys.unraisablehook`` inside :func:`ending_on_signals`: an :class:`Ended` raised while a finaliser ran was
+    swallowed by the interpreter (nothing propagates out of ``__del__``). Raising it again here would be swallowed
+    too, so a profile function raises it at the first call or return event outside the finaliser: in the code the
+    finaliser interrupted. Anything else goes to the hook the block replaced."""
+    exc = unraisable.exc_value
+    if isinstance(exc, Ended) and _GUARD.depth and _GUARD.fired == exc.signum:
+        sys.setprofile(_raise_outside_finalisers(exc.signum))
+        return
+    (_GUARD.hook or sys.__unraisablehook__)(unraisable)
+
+
+def _raise_outside_finalisers(signum: int) -> Any:
+    def profile(frame: Any, _event: str, _arg: object) -> None:
+        f = frame
+        while f is not None:
+            if f.f_code.co_name == "__del__" or f.f_code is _redeliver.__code__:
+                return  # still inside the finaliser (or the hook)
+            f = f.f_back
+        sys.setprofile(None)
+        raise Ended(signum)
+
+    return profile
 
 
 def _child_setup(parent: int, die_with_me: bool) -> None:  # runs in the child, between fork and exec

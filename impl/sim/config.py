@@ -194,7 +194,7 @@ FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
     "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},
     "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
                            "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
-                           "slow-apply": 0.5, "expand-queues": 0.5}}}
+                           "slow-apply": 0.5, "expand-queues": 0.5, "crash-torn-write": 0.7}}}
 """The fidelity profile's settings (``PROFILES[FIDELITY]``; the topic-failover profile builds on them)."""
 
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
@@ -223,6 +223,16 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
               "store": {"allAckInSyncStateSet": True},
               "faults": {"weights": {"crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
                                      "slow-apply": 0.5}}},
+    # jraft, with snapshots every 5 s and the operator's paths: a controller follower down for 20-40 s (the leader
+    # has snapshotted twice and compacted what it needs: installSnapshot), cleanBrokerData of a running broker's id
+    # (refused) and of a dead slave's (then redeployed without its identity), a broker restarted on another port
+    "jraft-ops": {"cluster": {"controllers": 3},
+                  "controller": {"controllerType": "jRaft", "jRaftSnapshotIntervalSecs": 5},
+                  "store": {"allAckInSyncStateSet": True},
+                  "faults": {"weights": {"crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
+                                         "slow-apply": 0.5, "crash-controller-follower": 1.5,
+                                         "clean-living-broker": 2.0, "decommission-broker": 1.5,
+                                         "move-broker": 2.0}}},
     # safe, with the TCP-faithful faults at the guards (issue 21) at their default weights and the broker's long
     # steps interleaved (role changes and the reput in sub-steps)
     "guards": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True}, "sim": {"interleave": True}},
@@ -230,6 +240,13 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # replayed controller requests)
     "adversarial": {"store": {"allAckInSyncStateSet": True}, "faults": {"guards": True, "adversarial": True},
                     "sim": {"interleave": True}},
+    # safe, with the store's edges in reach: small mapped files (48 KiB) and messages up to 16 KiB, so files end in
+    # long fillers and a slave's 32 KiB catch-up batches (haTransferBatchSize) end inside messages and fillers (a
+    # confirmOffset inside a filler); kill -9 in the middle of commit-log writes (a torn record over the zeros of
+    # its mapped file, for recovery to scan)
+    "storage": {"store": {"allAckInSyncStateSet": True, "mappedFileSizeCommitLog": 48 * 1024},
+                "workload": {"message_size_max": 16 * 1024}, "sim": {"file_boundaries": True},
+                "faults": {"weights": {"crash-torn-write": 2.0}}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},

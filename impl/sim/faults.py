@@ -33,8 +33,9 @@ from .actions import (
 from .config import FaultConfig
 
 TAMPER: dict[str, TamperMode] = {"ha-dup": "dup", "ha-reorder": "reorder", "ha-replay": "replay"}
+MOVED_PORTS = (10921, 10931, 10941)  # listenPorts a moved broker may come back on (BrokerConfig.listenPort 10911)
 POINTS: dict[str, TrapPoint] = {"crash-split-confirm": "confirm-split", "crash-role-change": "role-change",
-                                "crash-empty-epoch": "empty-epoch"}
+                                "crash-empty-epoch": "empty-epoch", "crash-torn-write": "torn-write"}
 
 
 class WorldView:
@@ -248,10 +249,12 @@ class FaultGenerator:
             if not free:
                 return []
             return [{"t": now, "do": "slow-dispatch", "node": rng.choice(free), "ms": rng.between(500, 8000)}]
-        if kind in GUARD_KINDS:
+        if kind in GUARD_KINDS or kind == "crash-torn-write":
             return self._make_guard(kind, now, world, free)
         if kind == "expand-queues":
             return [{"t": now, "do": "expand-queues", "by": 2}]
+        if kind in ("clean-living-broker", "decommission-broker", "move-broker"):
+            return self._make_operator(kind, now, world, free)
         if kind == "expand-then-crash-master":
             master = world.believed_master()
             if master not in free or self._down(world) >= self.cfg.max_down:
@@ -307,10 +310,46 @@ class FaultGenerator:
             arm["step"] = rng.between(1, 3)
         out: list[Action] = [arm]
         bid = world.broker_id(target)
+        if kind == "crash-torn-write":  # the torn record meets recovery; perhaps then the broker's promotion
+            back = self._restart_at(now + within)
+            out.append({"t": back, "do": "restart", "node": target, "release": [target]})
+            if bid is not None and rng.chance(0.5):
+                out.append({"t": back + rng.between(2000, 8000), "do": "admin-elect", "brokerId": bid})
+            return out
         if kind != "crash-split-confirm" and bid is not None and rng.chance(0.5):  # bring a role change about
             out.append({"t": now + 1, "do": "admin-elect", "brokerId": bid})
         out.append({"t": self._restart_at(now + within), "do": "restart", "node": target, "release": [target]})
         return out
+
+    def _make_operator(self, kind: str, now: int, world: WorldView, free: list[str]) -> list[Action]:
+        """The operator's paths: cleanBrokerData of a running broker's id (refused) or of a dead slave's id (then
+        the broker is redeployed without its identity), and a broker restarted on another listenPort."""
+        rng = self.rng
+        if kind == "clean-living-broker":
+            ids = [i for i in (world.broker_id(b) for b in free) if i is not None]
+            return [{"t": now, "do": "clean", "ids": str(rng.choice(ids))}] if ids else []
+        if self._down(world) >= self.cfg.max_down:
+            return []
+        if kind == "move-broker":
+            if not free:
+                return []
+            target = rng.choice(free)
+            self.busy.add(target)
+            return [{"t": now, "do": "crash", "node": target, "powerLoss": False},
+                    {"t": self._restart_at(now), "do": "restart", "node": target, "port": rng.choice(MOVED_PORTS),
+                     "release": [target]}]
+        master = world.believed_master()
+        slaves = [(b, i) for b in free if b != master and (i := world.broker_id(b)) is not None]
+        if not slaves:
+            return []
+        target, bid = rng.choice(slaves)
+        self.busy.add(target)
+        # cleanBrokerData refuses an id whose heartbeat is alive: wait past controllerHeartBeatTimeoutMills (10 s)
+        clean_at = now + rng.between(12_000, 16_000)
+        return [{"t": now, "do": "crash", "node": target, "powerLoss": False},
+                {"t": clean_at, "do": "clean", "ids": str(bid)},
+                {"t": clean_at + rng.between(500, 4000), "do": "lose-file", "node": target, "file": "identity"},
+                {"t": clean_at + rng.between(4000, 8000), "do": "restart", "node": target, "release": [target]}]
 
     def _stale_request(self, now: int, world: WorldView, free: list[str]) -> list[Action]:
         """A broker's link to the controller holds its requests (TCP retransmits); perhaps the broker crashes and

@@ -198,6 +198,12 @@ SCENARIOS: dict[str, Scenario] = {
                  config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,
                  story="16 KiB mapped files; forty 500-byte messages fill the first one. The master appends the "
                        "message that does not fit across the file end instead of closing the file with a filler."),
+        Scenario(B.REPUT_STOPS_AT_FILE_END, 1, 20000,
+                 [{"t": 9000, "do": "produce", "count": 40, "size": 500}],
+                 config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,
+                 story="16 KiB mapped files; forty 500-byte messages fill the first one and go on in the second. The "
+                       "reput rolls over the first file's filler and ends its pass there; no put follows, so the "
+                       "messages of the second file wait undispatched although confirmed."),
         Scenario(B.JRAFT_APPLY_LOCAL_TIME, 1, 40000,
                  [{"t": 14000, "do": "slow-apply", "node": "ctl1", "extra": 12000, "duration": 30000},
                   {"t": 15000, "do": "crash", "node": "b1"}],
@@ -312,6 +318,10 @@ SCENARIOS: dict[str, Scenario] = {
                  story="A 4.x SYNC_MASTER and its slave, the producer sending every 400 ms on average. With the "
                        "switch a put no longer wakes the master's HA connection: it pushes on its heartbeat only, so "
                        "the slave lags its master by up to 5 s, far more than a replication round trip."),
+        Scenario(B.HA_CLIENT_SPINS, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
+                 story="A quiet run. Once the slaves' HA clients reach TRANSFER, each starts its next round at once: "
+                       "timer after timer at the same millisecond, so the fault phase ends on its step limit and the "
+                       "settle tail spends its whole step budget without getting to its progress checks."),
         # ---- issue 21: the guards, each reached by a fault at the guards (or the interleaved steps)
         Scenario(B.SLAVE_SKIPS_OFFSET_CHECK, 1, 30000,
                  [{"t": 7000, "do": "produce", "count": 2},
@@ -331,6 +341,18 @@ SCENARIOS: dict[str, Scenario] = {
                        "connection after b3's handshake and first frame. Its offset is b1's end, so it passes the "
                        "contiguity check; the epoch file's append guard rejects the entry (1, 0) after (2, 697). "
                        "Without it the cache holds epoch 1 after epoch 2."),
+        Scenario(B.CLEAN_SKIPS_LIVING_CHECK, 1, 12000,
+                 [{"t": 8000, "do": "clean", "ids": "1"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="mqadmin cleanBrokerMetadata names id 1, a broker that runs and heartbeats. cleanBrokerData "
+                       "refuses it (the broker is alive); with the switch the id is removed while it serves."),
+        Scenario(B.ADDRESS_UPDATE_DROPPED, 1, 20000,
+                 [{"t": 8000, "do": "crash", "node": "b1"}, {"t": 10000, "do": "restart", "node": "b1", "port": 10921}],
+                 config=SETTLED, fixes=B.FIXES_ALL,
+                 story="Broker b1 is killed and restarted on listenPort 10921 with its store and id. Its "
+                       "registerBrokerToController carries the new address and the controller applies an "
+                       "UpdateBrokerAddressEvent; with the switch the event is dropped and the controller keeps "
+                       "b1:10911."),
         Scenario(B.ALTER_SKIPS_MEMBER_CHECKS, 1, 20000,
                  [{"t": 5200, "do": "partition", "id": "h", "links": [["b2", "ctl"]], "hold": 3000},
                   {"t": 6000, "do": "crash", "node": "b1"},

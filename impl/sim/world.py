@@ -195,6 +195,7 @@ class Simulation(WorldView):
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
         self.paused: dict[str, list[tuple[Any, ...]]] = {}
+        self.listen_port: dict[str, int] = {}  # broker -> its listenPort, when a restart moved it (move-broker)
         self.ctl_set = frozenset(self.controllers)
         self.broker_set = frozenset(self.brokers)
         self.idle_close = cfg.controller.server_channel_max_idle_time_seconds * 1000  # 0: idle closes not modelled
@@ -214,6 +215,7 @@ class Simulation(WorldView):
         self.partition_hold: dict[str, int] = {}  # partition id -> hold (ms), for the partitions that hold
         self.held_rpc: dict[tuple[str, str], list[tuple[Any, ...]]] = {}  # link -> what it holds, in order
         self.traps: dict[str, Trap] = {}
+        self.torn: dict[str, tuple[int, int]] = {}  # crash-at torn-write: the (offset, size) of the write it died in
         self.interleave = cfg.sim.interleave
         self.violation: Violation | None = None
         self.recorder = recorder
@@ -245,7 +247,7 @@ class Simulation(WorldView):
     def _make(self, name: str) -> Actor:
         return build_node(self.cfg, name, self._node_rng(name), controllers=self.controllers, brokers=self.brokers,
                           nameserver=self.nameserver, disk=self.disks.get(name), ctl_disk=self.ctl_disks.get(name),
-                          bugs=self.bugs)
+                          bugs=self.bugs, listen_port=self.listen_port.get(name, 10911))
 
     def _start(self, name: str) -> None:
         node = self._make(name)
@@ -395,6 +397,9 @@ class Simulation(WorldView):
 
     def check_progress(self, ids: list[str], at: Settle) -> None:
         self.checker.check_progress(ids, at)
+
+    def tail_stalled(self) -> tuple[int, int, int] | None:
+        return None if self.tail is None else self.tail.stalled()
 
     def run_before(self, t: int) -> Violation | None:
         """Process every event earlier than ``t`` (within ``max_steps``), stopping at a violation; the run can go
@@ -554,8 +559,15 @@ class Simulation(WorldView):
             return
         node.out = []
         name = node.name
+        if name in self.torn:
+            return  # it died copying a write (crash-at torn-write): nothing it did after reaches anyone
         inc = self.inc[name]
+        tearing = self._tearing(name)
         for eff in out:
+            if tearing and isinstance(eff, Observe) and eff.obs["k"] in ("brk.append", "ha.slave-append"):
+                self._step_obs.append(eff.obs)
+                self.torn[name] = int(eff.obs["offset"]), int(eff.obs["size"])
+                return  # the effects after the write are lost with the process (the step's end crashes it)
             if isinstance(eff, SetTimer):
                 self._push(eff.at, TIMER, name, inc, eff.token)
             elif isinstance(eff, Send):
@@ -813,6 +825,8 @@ class Simulation(WorldView):
                 self.disks[a["node"]].lose(str(a["file"]))
         elif a["do"] == "restart":
             if not self.up.get(a["node"]):
+                if "port" in a:  # the broker comes back on another listenPort (move-broker), with its old id
+                    self.listen_port[a["node"]] = int(a["port"])
                 self._start(a["node"])
         elif a["do"] == "partition":
             links = [(x[0], x[1]) for x in a["links"]]
@@ -913,6 +927,7 @@ class Simulation(WorldView):
             return
         self.up[name] = False
         self.inc[name] += 1
+        self.torn.pop(name, None)
         dead = self.nodes[name]
         if dead is not None:
             repl = getattr(dead, "repl", None)
@@ -1017,6 +1032,11 @@ class Simulation(WorldView):
                     continue
                 elif trap.point == "confirm-split":
                     hit = _splits_message(node)
+                elif trap.point == "torn-write":
+                    write = self.torn.pop(name, None)
+                    hit = write is not None
+                    if write is not None:
+                        self._tear(name, *write)
                 else:
                     last = node.ha.epoch_cache.last_entry()
                     hit = (last is not None and last.epoch != trap.epochs.get(name, -1)
@@ -1027,6 +1047,34 @@ class Simulation(WorldView):
                     self.acted = True
                     self.crash(name, trap.power_loss, at=trap.point)
                     break
+
+    def _tearing(self, name: str) -> bool:
+        """A ``crash-at torn-write`` waits for ``name``'s next commit-log write."""
+        trap = self.traps.get(name) or self.traps.get("*")
+        return trap is not None and trap.point == "torn-write" and self.now <= trap.until
+
+    def _tear(self, name: str, offset: int, size: int) -> None:
+        """``crash-at torn-write``: the process dies while copying a write's bytes into the mapped file, so only a
+        prefix of them is there; what it did after the copy in the step (a flush, a dispatch, a checkpoint) did not
+        happen. Past the prefix the file holds what it held before: an earlier truncation's leftovers
+        (``BrokerDisk.file_tail``, with ``[sim] file_residue``), else zeros: a mapped file is created at its full size
+        (``MappedFile.init``: a new file of ``mappedFileSizeCommitLog`` bytes, which reads as zeros until written) and
+        a truncation under fix-truncate-clears-file clears what it cuts. The kit keeps those zeros for the rest of the
+        torn record (past it they cannot change what recovery decides): ``recoverAbnormally`` reads them with the
+        record's prefix, and ``checkMessageAndReturnSize`` fails the record (its body CRC, or its magic code when the
+        cut falls in the header), so the scan ends there and the file is truncated at the record's start."""
+        disk = self.disks[name]
+        cut = offset + (self.rng_guard.between(1, size - 1) if size > 1 else 0)
+        if cut >= len(disk.commitlog):
+            return
+        del disk.commitlog[cut:]
+        if not disk.file_tail(cut):  # no leftovers there: the zeros of a fresh (or cleared) mapped file
+            disk.residue, disk.residue_at = bytes(offset + size - cut), cut
+        disk.generation += 1
+        disk.flushed = min(disk.flushed, offset)
+        disk.cq_end = min(disk.cq_end, offset)
+        disk.checkpoint_confirm = min(disk.checkpoint_confirm, offset)
+        disk.checkpoint_confirm_flushed = min(disk.checkpoint_confirm_flushed, offset)
 
 
 def _splits_message(node: BrokerNode) -> bool:
@@ -1045,8 +1093,10 @@ def _splits_message(node: BrokerNode) -> bool:
 
 
 def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], brokers: list[str], nameserver: str,
-               disk: BrokerDisk | None, ctl_disk: ControllerDisk | None, bugs: frozenset[str]) -> Actor:
-    """The actor of one node, as the simulator and the real runtime (``rmqha cluster``) both start it."""
+               disk: BrokerDisk | None, ctl_disk: ControllerDisk | None, bugs: frozenset[str],
+               listen_port: int = 10911) -> Actor:
+    """The actor of one node, as the simulator and the real runtime (``rmqha cluster``) both start it
+    (``listen_port``: a 5.x broker's BrokerConfig.listenPort, which a ``restart`` with ``port`` moves)."""
     if ctl_disk is not None:
         return ControllerNode(name, cfg.controller, rng, ctl_disk, bugs,
                               peers=controllers if len(controllers) > 1 else None)
@@ -1061,7 +1111,8 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
                           queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries,
                           topic_config=cfg.workload.topic_config, other_topics=cfg.workload.other_topics,
-                          topic_persist_us=cfg.workload.topic_persist_us, interleave=cfg.sim.interleave)
+                          topic_persist_us=cfg.workload.topic_persist_us, interleave=cfg.sim.interleave,
+                          listen_port=listen_port)
     if name == "p1":
         return ProducerNode(name, cfg.workload, cfg.broker.broker_name, nameserver, rng, bugs)
     if name == "c1":

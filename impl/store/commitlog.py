@@ -246,6 +246,7 @@ class MessageStore:
         self.fix_normal = B.FIX_RECOVER_NORMALLY_UP_TO_CONFIRM in bugs
         self.confirms_scan_end = B.RECOVER_CONFIRMS_SCAN_END in bugs
         self.skips_range = B.DISPATCH_SKIPS_RANGE in bugs
+        self.stops_at_file_end = B.REPUT_STOPS_AT_FILE_END in bugs
         self._resume_at = -1  # dispatch-skips-range: where the reput goes on from once confirmOffset passes it
         # isTempFileExist: the abort file is there after a crash
         self.recovered_normally = not disk.abort or B.RECOVER_IGNORES_ABORT_FILE in bugs
@@ -261,8 +262,10 @@ class MessageStore:
         dispatches every message past what the consume queue held (it does not look at confirmOffset) and
         clamps confirmOffset to the scan's end."""
         log = self.commitlog
-        tail = self.disk.file_tail(log.max_offset) if self.disk.keep_residue else b""
-        if tail:  # the mapped file still holds bytes a truncation left past its write position: they are scanned
+        # the mapped file still holds bytes past the log's end: a truncation's leftovers ([sim] file_residue), or the
+        # zeros after a torn write's prefix (crash-at torn-write); the scan reads them as it reads the file
+        tail = self.disk.file_tail(log.max_offset)
+        if tail:
             self.disk.residue = b""
             log.append_data(tail)
         process = last_confirm_valid = log.min_offset
@@ -421,6 +424,8 @@ class MessageStore:
                 if self.reput_from_offset + size > end:
                     break
                 self.reput_from_offset += size
+                if self.stops_at_file_end:  # the deviation: the pass ends at the roll to the next file
+                    break
                 continue
             if size > 0:
                 if self.reput_from_offset + size > end:
@@ -469,10 +474,27 @@ class MessageStore:
         return True
 
     # ---- flush
+    def able_to_flush(self, least_pages: int) -> bool:
+        """``DefaultMappedFile.isAbleToFlush(flushLeastPages)`` for the mapped file holding the flushed position (the
+        one ``MappedFileQueue.flush`` picks by ``flushedWhere``): yes when that file is full (the log goes on past its
+        end), else, with ``least_pages`` > 0, when the write position's page index is at least ``least_pages`` past
+        the flushed position's (page indexes, not dirty bytes: 4 pages can be 3 pages and 1 byte), else when anything
+        is unflushed. Positions are the file's own (from its start, a multiple of ``mappedFileSizeCommitLog``; one
+        file from 0 without ``[sim] file_boundaries``)."""
+        flushed, write = self.disk.flushed, self.max_phy_offset
+        size = self.commitlog.file_size
+        start = flushed // size * size if size else 0
+        if size and write >= start + size:  # isFull
+            return True
+        if least_pages > 0:
+            return (write - start) // PAGE - (flushed - start) // PAGE >= least_pages
+        return write > flushed
+
     def maybe_flush(self, thorough: bool) -> bool:
-        """One pass of the async flush service: 4 dirty pages, or everything when ``thorough``."""
-        dirty = self.max_phy_offset - self.disk.flushed
-        if dirty > 0 and (thorough or dirty >= self.cfg.flush_commit_log_least_pages * PAGE):
+        """One pass of ``FlushRealTimeService``: ``MappedFileQueue.flush(flushLeastPages)``, with 0 pages once the
+        thorough interval has passed (``thorough``). The kit then flushes the whole log, where RocketMQ flushes the one
+        file at the flushed position (a full file's successor waits for the next pass)."""
+        if self.able_to_flush(0 if thorough else self.cfg.flush_commit_log_least_pages):
             self.commitlog.flush()
             return True
         return False

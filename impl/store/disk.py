@@ -29,7 +29,8 @@ class BrokerDisk:
     topics: dict[str, Any] | None = None
     abort: bool = False  # the abort file: created at start, deleted by a clean shutdown (DefaultMessageStore)
     # [sim] file_residue: truncation only moves the mapped file's write position, so the bytes past it stay in the
-    # file until new data overwrites them (MappedFileQueue.truncateDirtyFiles); recovery scans the file
+    # file until new data overwrites them (MappedFileQueue.truncateDirtyFiles); recovery scans the file. Also, with
+    # or without it, the zeros a torn write (crash-at torn-write) leaves after its prefix
     keep_residue: bool = False
     residue_at: int = 0
     residue: bytes = b""
@@ -79,8 +80,10 @@ class BrokerDisk:
             self.epoch_file = None
         elif file == "checkpoint":
             self.checkpoint_confirm = self.checkpoint_confirm_flushed = 0
+        elif file == "identity":  # storePathBrokerIdentity and its -temp file (ReplicasManager's BrokerMetadata,
+            self.broker_identity = self.temp_identity = None  # TempBrokerMetadata): the broker applies for an id anew
         else:
-            raise ValueError(f"unknown file {file!r} (epoch, checkpoint)")
+            raise ValueError(f"unknown file {file!r} (epoch, checkpoint, identity)")
 
     def write_epoch_file(self, lines: list[tuple[int, int]]) -> None:
         self.epoch_file = list(lines)

@@ -48,6 +48,7 @@ from .common import (
     seconds,
 )
 from .files import UserError, file_profile, read_toml
+from .signals import ends_on_signals
 from .terminal import FitTable, real_failover_line, real_status_table
 
 DEFAULT_DIR = "runs/real"
@@ -171,7 +172,7 @@ def register(sub: Any) -> dict[str, Handler]:
                    help="seconds a killed / paused / cut node stays so (default 5)")
     t.add_argument("--settle", type=seconds(), default=60.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
-    return {"real": cmd_real}
+    return {"real": ends_on_signals(cmd_real)}
 
 
 # ----------------------------------------------------------------------------------------------- helpers

@@ -17,14 +17,13 @@ Outputs in the run folder: ``result.json``, ``history.jsonl`` (the client histor
 from __future__ import annotations
 
 import os
-import signal
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..impl.sim.children import ending_on_signals
 from ..impl.sim.config import Config
 from . import control as C
 from .check import evaluate
@@ -63,27 +62,14 @@ def _settled(spec: RealSpec, s: Snapshot) -> bool:
     return len(ends) == len(spec.brokers) and len(set(ends.values())) == 1
 
 
-def _interruptible() -> dict[int, Any]:
-    """SIGTERM / SIGHUP end the run as Ctrl-C does: through the ``finally`` that ends the cluster. Returns the
-    handlers it replaced (restored when the run ends)."""
-    def raise_interrupt(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    if threading.current_thread() is not threading.main_thread():
-        return {}
-    return {sig: signal.signal(sig, raise_interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
-
-
 def run_test(opts: RealTestOptions, say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
+    """The checked run. SIGTERM / SIGINT / SIGHUP end it through the ``finally`` that ends the cluster
+    (``ending_on_signals``: :class:`~rmqha.impl.sim.children.Ended`, exit ``128 + signal`` from the CLI)."""
     for r in opts.faults:
         if r not in RECIPES:
             raise C.RealError(f"unknown fault {r!r} (known: {', '.join(RECIPES)})")
-    replaced = _interruptible()
-    try:
+    with ending_on_signals():
         return _run_test(opts, say)
-    finally:
-        for sig, handler in replaced.items():
-            signal.signal(sig, handler)
 
 
 def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, Any]:
