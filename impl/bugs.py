@@ -27,6 +27,11 @@ EXPAND_CHECKS_UNION = "expand-checks-union"
 HA_READ_TIME_ON_HANDSHAKE_ONLY = "ha-read-time-on-handshake-only"
 ROUTE_CHANGE_IGNORES_ADDRESSES = "route-change-ignores-addresses"
 SYNC_METADATA_TASK_DIES = "sync-metadata-task-dies"
+PULL_NEXT_OFFSET_STALE = "pull-next-offset-stale"
+ELECT_REQUEST_NOT_NOTIFIED = "elect-request-not-notified"
+CLOSE_KEEPS_MEMBER = "close-keeps-member"
+TRUNCATE_FILES_MISREPORTS = "truncate-files-misreports"
+HA_ADDRESS_NO_WAKEUP = "ha-address-no-wakeup"
 HA_CLIENT_SPINS = "ha-client-spins"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
@@ -59,6 +64,9 @@ VOTE_GRANTS_OLDER_TERM = "vote-grants-older-term"
 APPEND_SPANS_FILE = "append-spans-file"
 REPUT_STOPS_AT_FILE_END = "reput-stops-at-file-end"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
+LEGACY_PUSH_WAITS_HEARTBEAT = "legacy-push-waits-heartbeat"
+REGISTER_OMITS_TOPIC_CONFIG = "register-omits-topic-config"
+COVER_NARROWS_TOPIC = "cover-narrows-topic"
 
 # upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
 LOCAL_SHRINK_ON_DISCONNECT = "local-shrink-on-disconnect"
@@ -189,6 +197,38 @@ BUGS: dict[str, Bug] = {
             "A metadata sync whose getReplicaInfo call fails (the controller unreachable: a RemotingTimeoutException) "
             "throws out of the scheduled task, and scheduleAtFixedRate suppresses every later run: the broker no "
             "longer learns role changes it was not notified of."),
+        Bug(PULL_NEXT_OFFSET_STALE, "LIVE-CONSUME",
+            "DefaultMessageStore.getMessage (GetMessageResult.nextBeginOffset, answered by PullMessageProcessor)",
+            "synthetic (nextBeginOffset left at the requested offset on the full-batch path)",
+            "A pull that returns a full batch (pullBatchSize messages) answers the requested queue offset as the next "
+            "one, so a consumer with a backlog of a batch or more reads the same batch again at every pull and never "
+            "gets past it."),
+        Bug(ELECT_REQUEST_NOT_NOTIFIED, "BRK-ROLE-LATENCY",
+            "ControllerRequestProcessor (CONTROLLER_ELECT_MASTER: notifyBrokerRoleChanged after a successful "
+            "electMaster)",
+            "synthetic (the notification left to the controller's own triggerElectMaster)",
+            "An election a broker (brokerElect) or the admin (mqadmin electMaster) asked for is answered to the "
+            "requester only: the set's other members are not notified and take their new role at their next "
+            "schedulingSyncBrokerMetadata, up to syncBrokerMetadataPeriod later, the new master's puts refused "
+            "meanwhile."),
+        Bug(CLOSE_KEEPS_MEMBER, "SYNC-SHRINK-LATENCY",
+            "AutoSwitchHAService.removeConnection",
+            "synthetic (the override dropped: DefaultHAService.removeConnection only forgets the connection)",
+            "A master whose HA connection to a member of its SyncStateSet closes only forgets the connection; the "
+            "member stays in the SyncStateSet, and in the ack set, until the lag check drops it "
+            "(haMaxTimeSlaveNotCatchup, then checkSyncStateSetPeriod): puts wait for its ack meanwhile."),
+        Bug(TRUNCATE_FILES_MISREPORTS, "HA-TRUNCATE-REFUSED-UNALIGNED",
+            "DefaultMessageStore.truncateFiles (its boolean result, read by AutoSwitchHAClient.doTruncate)",
+            "synthetic (the result of the truncation's last call answered instead of true)",
+            "truncateFiles cuts the log to the consistent point and then answers false, so the slave gives up a "
+            "handshake whose truncation went through, closes the connection and reconnects 5 s later: one reset "
+            "that no fault caused per truncation."),
+        Bug(HA_ADDRESS_NO_WAKEUP, "HA-CLIENT-WAKEUP",
+            "AutoSwitchHAClient.updateHaMasterAddress (wakeup after the address changes)",
+            "synthetic (the wakeup dropped)",
+            "A slave's HA client stores a new master HA address without waking up: a READY client with no "
+            "connection connects only when its loop's 5 s wait runs out, so every first connection and every "
+            "reconnect to a new master starts up to 5 s late."),
         Bug(HA_CLIENT_SPINS, "LIVE-TIME-ADVANCES",
             "AutoSwitchHAClient.run (waitForRunning(1000) between two rounds of TRANSFER)",
             "synthetic (the wait between the HA client's rounds dropped)",
@@ -382,6 +422,25 @@ BUGS: dict[str, Bug] = {
             "A slave keeps the topic config it was deployed with and never syncs the master's, so a queue expansion "
             "made long before a failover is lost with it.", kind="fidelity",
             needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
+        Bug(REGISTER_OMITS_TOPIC_CONFIG, "NS-ROUTE-TOPIC",
+            "BrokerController.registerBrokerAll (TopicConfigManager.buildTopicConfigSerializeWrapper)",
+            "synthetic (the registration built from an empty topic table)",
+            "A broker registers with the nameserver without its topic config, so the route carries no queue data for "
+            "the topic: clients fall back to what they were deployed with, and no queue expansion reaches them.",
+            kind="fidelity", needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
+        Bug(COVER_NARROWS_TOPIC, "QUEUE-TOPIC-NO-SHRINK",
+            "the kit's fix-master-covers-its-queues (a new master's topic config against the queues its log holds)",
+            "synthetic (the topic set to the queues the log holds instead of widened to them)",
+            "A new master sets its topic to exactly the queues its log holds instead of widening it to them, so a "
+            "queue expansion the slave had synced but no message had used yet is undone by the promotion.",
+            kind="fidelity", needs=(("workload", "queues", 2), ("workload", "topic_config", True))),
+        Bug(LEGACY_PUSH_WAITS_HEARTBEAT, "LIVE-SSS-CATCHUP",
+            "4.x CommitLog.handleHA / putMessage (HAService.getWaitNotifyObject().wakeupAll after a put)",
+            "synthetic (the wake-up of the HA write threads dropped)",
+            "A 4.x master's put no longer wakes its HA connections: each pushes new data only when its own wait runs "
+            "out (haSendHeartbeatInterval) or the slave reports, so a slave lags its master by up to a heartbeat and "
+            "a SYNC_MASTER's puts wait as long.", kind="fidelity",
+            needs=(("cluster", "mode", "legacy"), ("cluster", "brokers", 2))),
         Bug(LOCAL_SHRINK_ON_DISCONNECT, "SYNC-NO-ACK-LOSS",
             "AutoSwitchHAService.removeConnection",
             "RocketMQ 5.4.0 and later: apache/rocketmq PR #9897 (\"Fix controller mode HAService removeConnection\", "

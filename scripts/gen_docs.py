@@ -107,14 +107,19 @@ def _settle_lines(inv: Invariant) -> list[str]:
     safe and fidelity profiles (a 3-node controller group adds the group's stages)."""
     assert inv.settle is not None
     safe, fidelity = timeouts(default_config("safe")), timeouts(default_config("fidelity"))
+    legacy = timeouts(default_config("legacy-sync"))
+    four = f"{total(inv.settle(legacy)):,} ms in a 4.x run (the legacy-sync profile)"
+    if not inv.settle(safe):  # a 4.x-only invariant
+        stages = "; ".join(f"{t.what}: {t.ms:,} ms" for t in inv.settle(legacy))
+        return [f"- Settle bound: {four} (5.x runs do not check it); the sum of: {stages}"]
     stages = "; ".join(f"{t.what}: {t.ms:,} ms" for t in inv.settle(safe))
     if not inv.settle(safe):  # a controller group's own (LIVE-CTL-*): no stage, not checked, with one node
         stages = "; ".join(f"{t.what}: {t.ms:,} ms" for t in inv.settle(fidelity))
         return [f"- Settle bound: {total(inv.settle(fidelity)):,} ms after the heal point with a 3-node controller "
                 f"group (the fidelity profile; not checked with one controller); the sum of: {stages}"]
     return [f"- Settle bound: {total(inv.settle(safe)):,} ms after the heal point with one controller (the safe "
-            f"profile), {total(inv.settle(fidelity)):,} ms with a 3-node controller group (the fidelity profile); the "
-            f"sum of: {stages}"]
+            f"profile), {total(inv.settle(fidelity)):,} ms with a 3-node controller group (the fidelity profile), "
+            f"{four}; the sum of: {stages}"]
 
 
 def _spec_and_model_lines(inv_id: str, tla: str) -> list[str]:

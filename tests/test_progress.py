@@ -57,19 +57,23 @@ def test_settle_bounds_are_sums_of_the_configured_timeouts() -> None:
     safe = default_config("safe")
     t = timeouts(safe)
     group = timeouts(default_config("fidelity"))
+    legacy = timeouts(default_config("legacy-sync"))
     for inv in progress_invariants():
         assert inv.settle is not None
-        terms = inv.settle(group)
-        assert terms and all(term.ms > 0 for term in terms) and total(terms) == sum(term.ms for term in terms)
-        # a controller group's own (LIVE-CTL-LEADER, LIVE-CTL-APPLIED) have no stage, so no check, with one node
-        assert bool(inv.settle(t)) is (inv.id not in GROUP_ONLY)
+        for terms in (inv.settle(t), inv.settle(group), inv.settle(legacy)):
+            assert all(term.ms > 0 for term in terms) and total(terms) == sum(term.ms for term in terms)
+        # where each applies: a controller group's own (GROUP_ONLY) not with one node, LIVE-CONSUME in 4.x runs only
+        assert bool(inv.settle(t)) is (inv.id not in GROUP_ONLY and inv.id != "LIVE-CONSUME"), inv.id
+        assert bool(inv.settle(group)) is (inv.id != "LIVE-CONSUME"), inv.id
+        assert bool(inv.settle(legacy)) is (inv.id not in GROUP_ONLY), inv.id
     longer = dataclasses.replace(safe.broker, controller_heartbeat_timeout_mills=25_000)
     assert total(master_terms(dataclasses.replace(t, broker=longer))) == total(master_terms(t)) + 15_000
     assert group.controllers == 3 and total(master_terms(group)) > total(master_terms(t))
     plan = deadlines(t)
-    assert sorted(i for ids in plan.values() for i in ids) == sorted(i for i in LIVE if i not in GROUP_ONLY)
+    assert sorted(i for ids in plan.values() for i in ids) == sorted(set(LIVE) - GROUP_ONLY - {"LIVE-CONSUME"})
     assert list(plan) == sorted(plan)
-    assert sorted(i for ids in deadlines(group).values() for i in ids) == sorted(LIVE)
+    assert sorted(i for ids in deadlines(group).values() for i in ids) == sorted(set(LIVE) - {"LIVE-CONSUME"})
+    assert sorted(i for ids in deadlines(legacy).values() for i in ids) == sorted(set(LIVE) - GROUP_ONLY)
 
 
 def test_progress_is_off_and_quiet_by_default() -> None:
@@ -184,3 +188,22 @@ def test_a_generated_run_catches_each_progress_switch(name: str) -> None:
     bugs = sorted({name, *(B.FIXES_ALL if fix_all else ())})
     r = run(_progress(default_config("safe")), seed, 20_000, bugs=bugs, record=False)
     assert r.violation is not None and r.violation.invariant == B.BUGS[name].invariant, r.violation
+
+
+def test_a_legacy_run_settles_and_its_progress_is_checked() -> None:
+    """A 4.x run (no controller) heals, and the 4.x forms of LIVE-SSS-CATCHUP, LIVE-HA-TRANSFER and LIVE-PUTS and
+    LIVE-CONSUME are checked at their bounds (sums of the 4.x timeouts), clean; `rmqha simulate` turns the tail on
+    for legacy profiles too."""
+    from rmqha.cli.files import load_config
+
+    cfg, _ = load_config(None, "legacy-sync", progress=True)
+    assert cfg.sim.progress
+    r = run(cfg, 1, 3000, bugs=list(B.FIXES_ALL))
+    steps = _steps(r.text or "")
+    (settle,) = [s for s in steps if s["ev"] == "settle" and "healed" in s]
+    assert settle["healed"] and r.violation is None, r.violation
+    checked = {i for s in steps if s["ev"] == "progress-check" for i in s["ids"]}
+    assert {"LIVE-SSS-CATCHUP", "LIVE-HA-TRANSFER", "LIVE-PUTS", "LIVE-CONSUME"} <= checked
+    assert len([s for s in steps if s["ev"] == "probe"]) == 2
+    legacy = timeouts(cfg)
+    assert legacy.legacy and total(BY_ID["LIVE-CONSUME"].settle(legacy)) > 0  # type: ignore[misc]

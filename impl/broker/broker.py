@@ -204,8 +204,8 @@ class BrokerNode(Actor):
         header = {"clusterName": self.broker_cfg.cluster_name, "brokerAddr": self.address,
                   "brokerName": self.broker_cfg.broker_name, "brokerId": self.configured_broker_id,
                   "haServerAddr": self.ha_address, "stateVersion": self.data_version}
-        if self.topics is not None:  # the topicConfigWrapper: its dataVersion's stateVersion is the stateVersion
-            header["topicConfig"] = self.topics.to_wire()
+        if self.topics is not None and B.REGISTER_OMITS_TOPIC_CONFIG not in self.bugs:  # the topicConfigWrapper:
+            header["topicConfig"] = self.topics.to_wire()  # its dataVersion's stateVersion is the stateVersion
             header["stateVersion"] = self.topics.version.state_version
         resp = yield Call(self.nameserver, Command(RequestCode.REGISTER_BROKER, 0, header), 3000)
         if resp is not None and resp.code == ResponseCode.SUCCESS:
@@ -257,7 +257,11 @@ class BrokerNode(Actor):
         """The fix of F-TOPIC-CONFIG-LOST-ON-FAILOVER: a new master's topic covers the queues its log holds."""
         if self.topics is not None and B.FIX_MASTER_COVERS_ITS_QUEUES in self.bugs:
             ids = [q for q, cq in self.store.consume_queues.items() if cq]
-            if self.topics.cover_queues(ids, self.replicas.master_epoch, self.now):
+            need = max(ids, default=-1) + 1
+            if B.COVER_NARROWS_TOPIC in self.bugs and need and (need, need) != (self.topics.read, self.topics.write):
+                self.topics.update_topic_config(need, need, self.replicas.master_epoch, self.now)
+                self.persist_topics("cover")
+            elif self.topics.cover_queues(ids, self.replicas.master_epoch, self.now):
                 self.persist_topics("cover")
 
     # ------------------------------------------------------------------------------- requests

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .. import bugs as B
 from ..codes import BrokerRole, PutMessageStatus, RequestCode, ResponseCode
 from ..config import BrokerConfig, MessageStoreConfig
 from ..ha.legacy import LegacyClient, LegacyConnection
@@ -28,7 +29,8 @@ class _Pending:
 
 class LegacyBrokerNode(Actor):
     def __init__(self, name: str, broker_cfg: BrokerConfig, store_cfg: MessageStoreConfig, disk: BrokerDisk,
-                 rng: DetRng, nameserver: str, master: bool, master_name: str) -> None:
+                 rng: DetRng, nameserver: str, master: bool, master_name: str,
+                 bugs: frozenset[str] = frozenset()) -> None:
         super().__init__(name, rng)
         self.broker_cfg = broker_cfg
         self.store_cfg = store_cfg
@@ -45,6 +47,7 @@ class LegacyBrokerNode(Actor):
         self.client = None if master else LegacyClient(self, f"{master_name}:10912")
         self.push2slave = 0
         self.pending: list[_Pending] = []
+        self.bugs = bugs
 
     def start(self) -> None:
         Periodic(self, "registerNameServer", 10, max(10_000, min(self.broker_cfg.register_name_server_period, 60_000)),
@@ -66,8 +69,10 @@ class LegacyBrokerNode(Actor):
         elif cmd.code == RequestCode.PULL_MESSAGE:
             start = cmd.header.get("queueOffset", 0)
             msgs = [[d.key, d.offset, d.size] for d in self.store.dispatched[start:start + 32]]
-            self.send(src, response_to(cmd, ResponseCode.SUCCESS, {
-                "confirmOffset": self.store.get_confirm_offset(), "nextQueueOffset": start + len(msgs)}, msgs))
+            header = {"confirmOffset": self.store.get_confirm_offset(), "nextQueueOffset": start + len(msgs)}
+            if B.PULL_NEXT_OFFSET_STALE in self.bugs and len(msgs) == 32:
+                header["nextQueueOffset"] = start
+            self.send(src, response_to(cmd, ResponseCode.SUCCESS, header, msgs))
         elif not cmd.oneway:
             self.send(src, response_to(cmd, ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
 
@@ -84,8 +89,9 @@ class LegacyBrokerNode(Actor):
         elif store.max_phy_offset // 4096 - self.disk.flushed // 4096 >= self.store_cfg.flush_commit_log_least_pages:
             store.commitlog.flush()
         self._dispatch()
-        for c in self.connections.values():
-            c.kick()
+        if B.LEGACY_PUSH_WAITS_HEARTBEAT not in self.bugs:
+            for c in self.connections.values():
+                c.kick()
         if store.role != BrokerRole.SYNC_MASTER:
             self._reply(src, cmd, PutMessageStatus.PUT_OK, offset, size)
             return

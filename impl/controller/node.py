@@ -463,7 +463,7 @@ class ControllerNode(Actor):
             return
         self.send(src, response_to(cmd, result.code, dict(result.header), result.body, result.remark))
         if cmd.code == RequestCode.CONTROLLER_ELECT_MASTER and result.code == ResponseCode.SUCCESS:
-            if self.cfg.notify_broker_role_changed:
+            if self.cfg.notify_broker_role_changed and B.ELECT_REQUEST_NOT_NOTIFIED not in self.bugs:
                 self.notify_broker_role_changed(result)
 
     def _handlers(self) -> dict[int, Callable[[str, Command], Future]]:

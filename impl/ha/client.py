@@ -266,7 +266,10 @@ class AutoSwitchHAClient:
                                 "local": [e.to_list() for e in cache.all_entries()]})
                 return False
             before = store.max_phy_offset
-            if not store.truncate_files(point):
+            ok = store.truncate_files(point)
+            if ok and point < before and B.TRUNCATE_FILES_MISREPORTS in self.service.bugs:
+                ok = False  # the switch: a truncation that went through answered false
+            if not ok:
                 self.host.emit({"k": "ha.truncate-unaligned", "point": point})
                 return False
             cache.truncate_suffix_by_offset(point)
@@ -308,3 +311,8 @@ class AutoSwitchHAClient:
         self.host.on_confirm_changed()
         self._report_slave_max_offset()
         return True
+
+    @property
+    def connecting(self) -> bool:
+        """A connect to the master is in flight (``connectMaster`` has not returned yet)."""
+        return self._connect_token is not None

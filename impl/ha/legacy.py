@@ -96,6 +96,7 @@ class LegacyConnection:
         self.decoder = ReportDecoder()
         self.closed = False
         self._scheduled = False
+        self.opened = host.now  # when the master accepted it (LIVE-HA-TRANSFER's stability window reads it)
         host.after(host.store_cfg.ha_housekeeping_interval + 1, self._housekeeping)
 
     def on_data(self, data: bytes) -> None:

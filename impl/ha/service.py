@@ -93,7 +93,7 @@ class AutoSwitchHAService(HAView):
         return c
 
     def remove_connection(self, c: AutoSwitchHAConnection) -> None:
-        if not self.shutdown:
+        if not self.shutdown and B.CLOSE_KEEPS_MEMBER not in self.bugs:
             local = self.get_local_sync_state_set()
             if c.slave_id in local:
                 local.discard(c.slave_id)
@@ -193,7 +193,9 @@ class AutoSwitchHAService(HAView):
         return new_master_epoch >= self.epoch_cache.last_epoch()
 
     def update_ha_master_address(self, addr: str | None) -> None:
-        if self.client is not None:
+        if self.client is not None and B.HA_ADDRESS_NO_WAKEUP in self.bugs:
+            self.client.master_ha_address = addr  # the switch: stored only; the loop reads it at its next turn
+        elif self.client is not None:
             self.client.update_ha_master_address(addr)
 
     # -------------------------------------------------------------------------------- SSS logic

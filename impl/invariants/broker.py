@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
-from ..observations import BrkAppend, BrkRole, BrkSss
-from .context import Context
+from ..observations import BrkAppend, BrkRole, BrkSss, CtlApply
+from .context import Context, RolePending
 from .registry import Violated, invariant, violated
 
 
@@ -52,4 +52,73 @@ def fenced_until_running(ctx: Context, obs: BrkAppend) -> Violated | None:
     if isinstance(node, BrokerNode) and node.replicas.state.value != "RUNNING":
         return violated(f"{obs.get('n')} appended {obs['key']} while its start-up was at "
                         f"{node.replicas.state.value}", obs=obs)
+    return None
+
+
+def role_bound(rpc_timeout: int, net_delay: int) -> int:
+    """BRK-ROLE-LATENCY's bound after the controller applies an election: the notification's one-way delay
+    (``ControllerManager.notifyBrokerRoleChanged``, a oneway sent once the election's result is in), at worst the
+    broker's ReplicasManager monitor held by another role change across one controller RPC (a healthy network answers
+    it within a round trip; ``controllerRpcTimeoutMillis`` bounds it), and the role change's own steps (a round trip
+    for its sub-steps and the dispatch wait, caught up with no fault). The fallback it must beat is
+    ``schedulingSyncBrokerMetadata``, every ``syncBrokerMetadataPeriod`` (5 s)."""
+    return rpc_timeout + 3 * net_delay
+
+
+@invariant("BRK-ROLE-LATENCY", layer="broker", on=("ctl.apply", "brk.role"),
+           source="ControllerRequestProcessor (electMaster) / ControllerManager.triggerElectMaster -> "
+                  "ControllerManager.notifyBrokerRoleChanged (a oneway to every alive member, with "
+                  "notifyBrokerRoleChanged on) -> AdminBrokerProcessor.notifyBrokerRoleChanged -> "
+                  "ReplicasManager.changeBrokerRole; the requester of brokerElect acts on its answer",
+           exceptions="notifyBrokerRoleChanged off; a member the controller did not hold alive, not RUNNING, or "
+                      "already at the election's masterEpoch; a fault acted or was in force between the election "
+                      "and the bound (a member may then learn its role from schedulingSyncBrokerMetadata only)")
+def role_latency(ctx: Context, obs: CtlApply | BrkRole) -> Violated | None:
+    """After the controller applies a successful election, every broker of the set that runs, is RUNNING and that
+    the controller held alive (and the broker that asked for it) takes a role at the election's masterEpoch or a
+    later one within a notification and one controller RPC (``role_bound``), unless a fault acts meanwhile."""
+    world = ctx.world
+    if obs["k"] == "ctl.apply":
+        return _note_election(ctx, obs)
+    name = obs.get("n", "")
+    now = world.now
+    for p in [p for p in ctx.role_pending if p.broker == name]:
+        if world.inc[name] != p.inc:
+            ctx.role_pending.remove(p)
+            continue
+        if obs["masterEpoch"] < p.master_epoch:
+            continue
+        ctx.role_pending.remove(p)
+        if now > p.deadline and not ctx.fault_between(p.elected, p.deadline):
+            return violated(f"{name} took its role ({obs['role']} at masterEpoch {obs['masterEpoch']}) "
+                            f"{now - p.elected} ms after the controller applied the election of masterEpoch "
+                            f"{p.master_epoch} at {p.elected} ms, past the bound of {p.deadline - p.elected} ms with "
+                            "no fault meanwhile", obs=obs)
+    return None
+
+
+def _note_election(ctx: Context, obs: CtlApply) -> Violated | None:
+    world = ctx.world
+    ev, after = obs["event"], obs["after"]
+    if ev["type"] != "ElectMaster" or not ev.get("newMasterElected") or after is None or not ctx.apply_first:
+        return None
+    ctl = world.controller_node()
+    if ctl is None or not ctl.cfg.notify_broker_role_changed or world.disturbed():
+        return None
+    epoch = after.get("masterEpoch")
+    if epoch is None:
+        return None
+    alive = obs["ctx"].get("alive") or {}
+    names = {addrs[0].split(":")[0] for bid, addrs in (after.get("replicas") or {}).items() if alive.get(bid)}
+    requester = obs["ctx"].get("requester")
+    if requester in world.brokers:
+        names.add(requester)
+    ctx.role_pending = [p for p in ctx.role_pending if p.deadline >= world.now - 60_000]  # long settled otherwise
+    for name in sorted(names):
+        node = world.broker(name)
+        if not isinstance(node, BrokerNode) or node.replicas.state.value != "RUNNING" \
+                or node.replicas.master_epoch >= epoch:
+            continue
+        bound = role_bound(node.replicas.cfg.rpc_timeout, world.net_delay)
+        ctx.role_pending.append(RolePending(name, world.inc[name], epoch, world.now, world.now + bound))
     return None

@@ -67,6 +67,8 @@ STATE_CHAINS: tuple[tuple[str, ...], ...] = (
     # the others: a step that breaks an older invariant as well reports that one, as before)
     ("SYNC-DISPATCH-CONFIRMED",),
     ("SYNC-CONFIRM-HELD",),
+    # the HA clients' address changes (HA-CLIENT-WAKEUP: the memory its accept events resolve)
+    ("HA-CLIENT-WAKEUP",),
 )
 
 Entry = tuple[str | None, Callable[[Any, Any], Violated | None]]  # (invariant id, or None for history) and its call
@@ -141,6 +143,8 @@ class Checker(Context):
         self._logs = None
         if self.dispatched_in_step:
             self.dispatched_in_step = []
+        if self.world.acted and (not self.fault_times or self.fault_times[-1] != self.world.now):
+            self.fault_times.append(self.world.now)
         on = self._on
         for obs in observations:
             entries = on.get(obs["k"])
@@ -320,6 +324,8 @@ class Checker(Context):
         self._expanding.discard(obs.get("n", ""))
 
     def _record_append(self, obs: BrkAppend) -> None:
+        if self.world.legacy and obs["role"] != "SLAVE":
+            self.legacy_appends.append((self.world.now, obs["offset"] + obs["size"]))
         if "queueId" in obs:
             self.key_queue.setdefault(obs["key"], obs["queueId"])
 

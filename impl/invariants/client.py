@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..broker.broker import BrokerNode
 from ..codes import MASTER_ID
-from ..observations import StoreDispatch
+from ..observations import NsRegister, StoreDispatch
 from .context import Context
 from .registry import Violated, invariant, violated
 
@@ -31,6 +31,23 @@ def ns_route_highest_epoch(ctx: Context) -> Violated | None:
                             f"registered as master with stateVersion {claims[best]}", route=route,
                             claims=dict(claims))
     return None
+
+
+@invariant("NS-ROUTE-TOPIC", layer="client", on=("ns.register",),
+           source="BrokerController.registerBrokerAll (the topicConfigWrapper of TopicConfigManager.buildTopicConfig"
+                  "SerializeWrapper) -> RouteInfoManager.registerBroker (createAndUpdateQueueData for a master)",
+           exceptions="runs without [workload] topic_config (the topic is implicit: no queue data in the route)")
+def ns_route_topic(ctx: Context, obs: NsRegister) -> Violated | None:
+    """With the brokers keeping the topic's config, once a master has registered, the route the nameserver serves
+    for its set carries the topic's read and write queue counts."""
+    world = ctx.world
+    if obs["brokerId"] != MASTER_ID or not world.topic_config:
+        return None
+    ns = world.nameserver_node()
+    if ns is None or obs["brokerName"] in ns.queue_data:
+        return None
+    return violated(f"master {obs['addr']} of {obs['brokerName']} registered, and the nameserver's route holds no "
+                    "queue data for its topic: the registration carried no topic config", obs=obs)
 
 
 @invariant("SYNC-VISIBLE-BOUND", layer="client", on=("store.dispatch",),

@@ -7,6 +7,7 @@ queue a key went to...) is recorded by the checker before any check of the same 
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,30 @@ class PairCache:
 
     verified: int = 0
     key: tuple[int, int] = (0, 0)
+
+
+@dataclass
+class RolePending:
+    """BRK-ROLE-LATENCY: a member that must take the role a successful election gave it by ``deadline``."""
+
+    broker: str
+    inc: int  # its process incarnation at the election
+    master_epoch: int
+    elected: int  # when the controller applied the election
+    deadline: int
+
+
+@dataclass
+class ShrinkPending:
+    """SYNC-SHRINK-LATENCY: a member whose HA connection its master closed, to leave the controller's SyncStateSet
+    by ``deadline``."""
+
+    master: str
+    inc: int  # the master's process incarnation
+    member: int  # the member's broker id
+    master_epoch: int
+    closed: int
+    deadline: int
 
 
 @dataclass
@@ -82,6 +107,17 @@ class Context:
         self.crash_end: dict[str, int] = {}  # broker -> its log end when its process went
         self.send_status: dict[str, str] = {}  # producer key -> the status of its last send result
         self.ha_opened: dict[int, int] = {}  # HA connection -> when its master side accepted it
+        self.fault_times: list[int] = []  # the times of the steps a fault action ran in, in order
+        self.role_pending: list[RolePending] = []  # BRK-ROLE-LATENCY: the members an election's role must reach
+        self.shrink_pending: list[ShrinkPending] = []  # SYNC-SHRINK-LATENCY: closed members the SSS must drop
+        self.topic_counts: dict[str, tuple[int, int]] = {}  # QUEUE-TOPIC-NO-SHRINK: broker -> its last (read, write)
+        # HA-CLIENT-WAKEUP: per broker, its HA client as last seen ((incarnation, generation), HA address, when);
+        # when a master last accepted a connection from it; the clients seen idle with a new address since their
+        # last connection: broker -> (time first seen so, the address)
+        self.ha_clients: dict[str, tuple[tuple[int, int], str | None, int]] = {}
+        self.ha_accepted: dict[str, int] = {}
+        self.wakeup_pending: dict[str, tuple[int, str]] = {}
+        self.legacy_appends: list[tuple[int, int]] = []  # 4.x: (time, end) of each put the master wrote, in order
         self.dispatched_in_step: list[StoreDispatch] = []  # the step's store.dispatch observations
         # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one
         # at or before the settle time ago on (recorded by the checker for every broker a step touched)
@@ -121,6 +157,12 @@ class Context:
         self._logs: dict[str, LogView] | None = None
 
     # --------------------------------------------------------------------------------- per pass caches
+
+    def fault_between(self, start: int, end: int) -> bool:
+        """A fault action ran at a time in [start, end]."""
+        times = self.fault_times
+        i = bisect_left(times, start)
+        return i < len(times) and times[i] <= end
 
     def reference_master(self) -> AnyBroker | None:
         """The master the controller has established: named by it, up, and master at the controller's mE."""

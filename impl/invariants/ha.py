@@ -7,7 +7,9 @@ import bisect
 import itertools
 
 from ..broker.broker import BrokerNode
-from ..observations import HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate
+from ..codes import HAConnectionState
+from ..ha.client import RETRY_WAIT
+from ..observations import HaAccept, HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate, HaTruncateUnaligned
 from ..store.offsets import base_of
 from .context import Context, LogView, PairCache
 from .registry import Violated, invariant, violated
@@ -184,4 +186,76 @@ def epoch_file_wf(ctx: Context, b: str, log: LogView) -> Violated | None:
         for x, y in itertools.pairwise(node.store.epoch_cache._map.values()):
             if x.end_offset != y.start_offset:
                 return violated(f"{b}: entry {x.to_list()} does not end where {y.to_list()} starts", broker=b)
+    return None
+
+
+@invariant("HA-TRUNCATE-REFUSED-UNALIGNED", layer="ha", on=("ha.truncate-unaligned",),
+           source="AutoSwitchHAClient.doTruncate -> DefaultMessageStore.truncateFiles (false only when "
+                  "CommitLog.isOffsetAligned refuses the offset: nothing is cut then)",
+           exceptions="none: a truncation that went through reaches TRANSFER")
+def truncate_refused_unaligned(ctx: Context, obs: HaTruncateUnaligned) -> Violated | None:
+    """A slave's handshake gives up over its truncation only when the consistent point lies inside a message of
+    its log; its log is then left as it was. (A truncation that went through takes the connection to TRANSFER: no
+    reconnect that no fault caused.)"""
+    name, point = obs.get("n", ""), obs["point"]
+    node = ctx.world.broker(name)
+    if not isinstance(node, BrokerNode):
+        return None
+    log = node.store.commitlog
+    end = node.store.max_phy_offset
+    if point >= end or log.is_aligned(point):
+        there = "nothing follows" if point >= end else "a whole message starts"
+        return violated(f"{name} gave up its handshake as if {point} were inside a message, but its log ends at "
+                        f"{end} and {there} there", obs=obs)
+    return None
+
+
+def connect_bound(net_delay: int) -> int:
+    """HA-CLIENT-WAKEUP's bound: ``AutoSwitchHAClient.wakeup`` ends the loop's wait at once and ``connectMaster``
+    opens the socket; the master accepts within a TCP handshake's round trip (SYN, SYN-ACK: 2 × the one-way delay)."""
+    return 2 * net_delay
+
+
+@invariant("HA-CLIENT-WAKEUP", layer="ha", on=("ha.accept",), reads=("brokers",),
+           source="BrokerController / ReplicasManager: handleRegisterBrokerResult -> "
+                  "AutoSwitchHAService.updateHaMasterAddress -> AutoSwitchHAClient.updateHaMasterAddress (wakeup when "
+                  "READY with no connection) -> connectMaster",
+           exceptions="the address names a broker that is down; a fault acts or is in force from a retry wait before "
+                      "the client is seen idle to the accept (a failed connect waits 5 s, by design)")
+def client_wakeup(ctx: Context, obs: HaAccept | None = None) -> Violated | None:
+    """A slave's HA client that is READY, holds no connection and learns a new master HA address connects to it at
+    once: the master accepts within a TCP handshake (``connect_bound``), not at the loop's next 5 s wait."""
+    world = ctx.world
+    if obs is not None:
+        peer = obs["peer"]
+        ctx.ha_accepted[peer] = world.now
+        seen = ctx.wakeup_pending.pop(peer, None)
+        if seen is None:
+            return None
+        since, learnt = seen
+        bound = connect_bound(world.net_delay)
+        if world.now - since > bound and not ctx.fault_between(since - RETRY_WAIT, world.now):
+            return violated(f"{peer}'s HA client, READY with no connection, had the master HA address {learnt} at "
+                            f"{since} ms; {obs.get('n')} accepted its connection {world.now - since} ms later (bound "
+                            f"{bound} ms) with no fault meanwhile", obs=obs)
+        return None
+    for b in world.brokers:
+        node = world.broker(b)
+        client = node.ha.client if isinstance(node, BrokerNode) else None
+        if client is None:
+            ctx.ha_clients.pop(b, None)
+            continue
+        key, addr = (world.inc[b], client.generation), client.master_ha_address
+        prev = ctx.ha_clients.get(b)
+        ctx.ha_clients[b] = (key, addr, world.now)
+        idle = client.state == HAConnectionState.READY and client.conn is None and not client.connecting
+        if not idle:
+            ctx.wakeup_pending.pop(b, None)
+            continue
+        if prev is None or prev[0] != key or prev[1] == addr or not addr or b in ctx.wakeup_pending \
+                or ctx.ha_accepted.get(b, -1) >= prev[2]:
+            continue  # no new address, or it did connect since (and that connection has closed again)
+        target = world.broker(addr.split(":")[0])
+        if target is not None and not world.disturbed():
+            ctx.wakeup_pending[b] = (world.now, addr)
     return None

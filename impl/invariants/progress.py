@@ -9,7 +9,10 @@ live ones). Why each holds in RocketMQ is its ``source``: the periodic tasks tha
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from ..broker.broker import BrokerNode
+from ..broker.legacy import LegacyBrokerNode
 from ..broker.replicas_manager import State
 from ..codes import BrokerRole, HAConnectionState
 from ..controller.node import ControllerNode
@@ -21,6 +24,8 @@ from .settle import (
     Settle,
     address_terms,
     catchup_terms,
+    consume_terms,
+    consume_window,
     ctl_apply_lag,
     ctl_quiet,
     ctl_terms,
@@ -30,6 +35,7 @@ from .settle import (
     no_dead_terms,
     periodic_allowance,
     puts_terms,
+    replication_rtt,
     tasks_terms,
 )
 
@@ -148,15 +154,19 @@ def sss_no_dead(ctx: Context, at: Settle) -> Violated | None:
 @invariant("LIVE-SSS-CATCHUP", layer="sync", settle=catchup_terms,
            source="AutoSwitchHAConnection.HAServerReader -> AutoSwitchHAService.maybeExpandInSyncStateSet (each ack "
                   ">= confirmOffset and the epoch's start proposes the slave) -> ReplicasManager."
-                  "doReportSyncStateSetChanged (alterSyncStateSet); AutoSwitchHAClient's loop (reconnects every 5 s)",
-           exceptions="asyncLearner slaves never join the SyncStateSet; no agreed master (LIVE-MASTER)")
+                  "doReportSyncStateSetChanged (alterSyncStateSet); AutoSwitchHAClient's loop (reconnects every 5 s); "
+                  "4.x: HAConnection.WriteSocketService (woken by every put: CommitLog.handleHA) and "
+                  "HAClient.dispatchReadRequest",
+           exceptions="asyncLearner slaves never join the SyncStateSet; no agreed master (LIVE-MASTER); 4.x: the "
+                      "master is down (no failover)")
 def sss_catchup(ctx: Context, at: Settle) -> Violated | None:
     """After the heal point and its settle bound, every broker that runs besides the agreed master follows it (a
     slave at its masterEpoch), holds its log at least to the master's confirmOffset, and is a member of the
-    controller's SyncStateSet and of the master's confirmed one."""
+    controller's SyncStateSet and of the master's confirmed one. 4.x (no SyncStateSet): every slave that runs holds
+    every message its master stored a replication round trip ago (``settle.replication_rtt``)."""
     world = ctx.world
     if world.legacy:
-        return None
+        return _legacy_catchup(ctx, at)
     agreed = _agreed_master(ctx)
     if agreed is None:
         return None
@@ -186,18 +196,54 @@ def sss_catchup(ctx: Context, at: Settle) -> Violated | None:
     return None
 
 
+def _legacy_master(ctx: Context) -> LegacyBrokerNode | None:
+    """The 4.x master (the first broker, fixed role) while it runs."""
+    node = ctx.world.broker(ctx.world.brokers[0])
+    return node if isinstance(node, LegacyBrokerNode) and node.store.role != BrokerRole.SLAVE else None
+
+
+def _legacy_slaves(ctx: Context) -> list[tuple[str, LegacyBrokerNode]]:
+    out = []
+    for b in ctx.world.brokers[1:]:
+        node = ctx.world.broker(b)
+        if isinstance(node, LegacyBrokerNode):
+            out.append((b, node))
+    return out
+
+
+def _legacy_catchup(ctx: Context, at: Settle) -> Violated | None:
+    master = _legacy_master(ctx)
+    if master is None:
+        return None
+    rtt = replication_rtt(at.timeouts)
+    before = ctx.world.now - rtt
+    ends = ctx.legacy_appends
+    i = bisect_right(ends, (before, 1 << 62))
+    want = min(ends[i - 1][1], master.store.max_phy_offset) if i else 0
+    for b, node in _legacy_slaves(ctx):
+        have = node.store.max_phy_offset
+        if have < want:
+            stored = ends[i - 1][0]
+            return violated(f"{_since(ctx, at)}: slave {b} holds its log to {have}, short of {want}, where master "
+                            f"{master.name}'s log ended at {stored} ms ({ctx.world.now - stored} ms ago; a replication "
+                            f"round trip is {rtt} ms)", broker=node.status(), master=master.status(),
+                            client=node.client.status() if node.client else None)
+    return None
+
+
 @invariant("LIVE-HA-TRANSFER", layer="ha", settle=ha_terms,
            source="AutoSwitchHAClient (READY -> HANDSHAKE -> TRANSFER; after a close it waits 5 s and reconnects to "
                   "the HA address its nameserver registration last gave it); AutoSwitchHAConnection (the master "
                   "follows the slave's state; haHousekeepingInterval closes an idle connection)",
-           exceptions="no agreed master (LIVE-MASTER)")
+           exceptions="no agreed master (LIVE-MASTER); 4.x: the master is down")
 def ha_transfer(ctx: Context, at: Settle) -> Violated | None:
     """After the heal point and its settle bound, every broker that runs besides the agreed master holds an HA
     connection to it that is in TRANSFER on both ends and has stayed up for haHousekeepingInterval + 5 s (no
-    close-and-reconnect loop)."""
+    close-and-reconnect loop). 4.x: every slave that runs holds a connection its master holds too (HAClient /
+    HAConnection, no handshake), up as long."""
     world = ctx.world
     if world.legacy:
-        return None
+        return _legacy_ha(ctx, at)
     agreed = _agreed_master(ctx)
     if agreed is None:
         return None
@@ -228,14 +274,42 @@ def ha_transfer(ctx: Context, at: Settle) -> Violated | None:
     return None
 
 
+def _legacy_ha(ctx: Context, at: Settle) -> Violated | None:
+    master = _legacy_master(ctx)
+    if master is None:
+        return None
+    window = ha_window(at.timeouts)
+    for b, node in _legacy_slaves(ctx):
+        client = node.client
+        conn = client.conn if client is not None else None
+        side = master.connections.get(conn) if conn is not None else None
+        if side is None:
+            return violated(f"{_since(ctx, at)}: slave {b} holds no HA connection to master {master.name} (its own "
+                            f"end: {conn}; the master's: {sorted(master.connections)})", broker=node.status(),
+                            master=master.status())
+        if side.opened > ctx.world.now - window:
+            return violated(f"{_since(ctx, at)}: slave {b}'s HA connection {conn} was opened at {side.opened} ms, "
+                            f"less than {window} ms ago: it closes and reconnects", broker=node.status())
+    return None
+
+
 @invariant("LIVE-PUTS", layer="client", settle=puts_terms,
            source="CommitLog.asyncPutMessage + GroupTransferService.doWaitTransfer (PUT_OK once every member of the "
                   "ack set has acked); DefaultMQProducerImpl (a failed send refreshes the route)",
-           exceptions="nothing may be elected (as LIVE-MASTER); a run whose producer is down at the heal point")
+           exceptions="nothing may be elected (as LIVE-MASTER); a run whose producer is down at the heal point; 4.x: "
+                      "the master is down (no failover), or a SYNC_MASTER has no slave that runs (isSlaveOK: "
+                      "SLAVE_NOT_AVAILABLE by design)")
 def puts_succeed(ctx: Context, at: Settle) -> Violated | None:
     """After the heal point and its settle bound, a put succeeds: of two probe sends after the ack set has settled,
-    the second (its route refreshed by the first, if that one failed) is acknowledged PUT_OK."""
-    if ctx.world.legacy or not at.probes or not _electable(ctx):
+    the second (its route refreshed by the first, if that one failed) is acknowledged PUT_OK. 4.x: the same, while
+    the master runs and, for a SYNC_MASTER, a slave runs (it has caught up by then: LIVE-SSS-CATCHUP's bound)."""
+    if not at.probes:
+        return None
+    if ctx.world.legacy:
+        master = _legacy_master(ctx)
+        if master is None or (master.store.role == BrokerRole.SYNC_MASTER and not _legacy_slaves(ctx)):
+            return None
+    elif not _electable(ctx):
         return None
     last = at.probes[-1]
     if last in ctx.acked:
@@ -403,6 +477,33 @@ def ctl_applied(ctx: Context, at: Settle) -> Violated | None:
                                     f"{e.committed_at} ms and " + (f"applied it at {done} ms" if e.index < n.applied
                                                                     else "has not applied it")
                                     + f", more than {lag} ms later", node=n.name, index=e.index)
+    return None
+
+
+@invariant("LIVE-CONSUME", layer="client", settle=consume_terms,
+           source="DefaultMQPushConsumerImpl.pullMessage -> PullAPIWrapper.processPullResult (the next pull starts "
+                  "at the answer's nextBeginOffset, at once); PullMessageProcessor / DefaultMessageStore.getMessage "
+                  "(up to pullBatchSize messages from the requested queue offset; nextBeginOffset past the last)",
+           exceptions="the master is down, or the consumer is; runs with [workload] queues (CLI-NO-SKIP follows each "
+                      "queue's offsets) or with no consumer; 5.x runs (a failover moves the single queue's reads to "
+                      "another broker's consume queue)")
+def consume_progress(ctx: Context, at: Settle) -> Violated | None:
+    """After the heal point and its settle bound, the consumer has read every message the master's consume queue
+    holds that was acknowledged at least a pull window ago (``settle.consume_window``): it is not stuck on a batch
+    and skips none (4.x, one queue)."""
+    world = ctx.world
+    if not world.legacy or at.timeouts.consume_interval <= 0 or "c1" not in world.processes():
+        return None
+    master = _legacy_master(ctx)
+    if master is None:
+        return None
+    before = world.now - consume_window(at.timeouts)
+    unread = [d.key for d in master.store.dispatched
+              if d.key not in ctx.seen and ctx.acked.get(d.key, before + 1) <= before]
+    if unread:
+        return violated(f"{_since(ctx, at)}: the consumer has not read {len(unread)} message(s) master "
+                        f"{master.name} dispatched and acknowledged more than {world.now - before} ms ago (first: "
+                        f"{unread[0]})", unread=unread[:10], seen=len(ctx.seen), master=master.status())
     return None
 
 

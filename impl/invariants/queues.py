@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..broker.broker import BrokerNode
 from ..config import MessageStoreConfig
-from ..observations import BrkAppend, ClientSeen
+from ..observations import BrkAppend, BrkTopic, ClientSeen
 from .context import Context, LogView
 from .registry import Violated, invariant, violated
 
@@ -154,4 +154,28 @@ def confirmed_dispatched(ctx: Context) -> Violated | None:
                                 f"{rec.offset} (size {rec.size}) is not in its consume queue (reput at "
                                 f"{node.store.reput_from_offset})", broker=node.status(), key=rec.key,
                                 offset=rec.offset)
+    return None
+
+
+@invariant("QUEUE-TOPIC-NO-SHRINK", layer="broker", on=("brk.topic",),
+           source="ReplicasManager.changeToMaster (the topic config is kept; only its data version moves: "
+                  "TopicConfigManager.getDataVersion().nextVersion); the kit's fix-master-covers-its-queues widens "
+                  "the topic to every queue its log holds",
+           exceptions="an admin update (mqadmin updateTopic may narrow a topic) and a slave's sync, which copies the "
+                      "master's config whatever it is (SlaveSynchronize.syncTopicConfig)")
+def topic_no_shrink(ctx: Context, obs: BrkTopic) -> Violated | None:
+    """A broker's topic config (as persisted in its topics.json) loses read or write queues only by an admin update
+    or a sync from its master: a change it makes on its own (a promotion's cover of its queues) never lowers a queue
+    count it held."""
+    name = obs.get("n", "")
+    persisted = ctx.world.disks[name].topics or {}
+    topic = persisted.get("topic") or {}
+    now = (int(topic.get("read", 0)), int(topic.get("write", 0)))
+    before = ctx.topic_counts.get(name)
+    ctx.topic_counts[name] = now
+    if obs["why"] in ("admin", "sync", "sync-delete") or before is None:
+        return None
+    if now[0] < before[0] or now[1] < before[1]:
+        return violated(f"{name}'s topic config went from {before[0]} read / {before[1]} write queues to "
+                        f"{now[0]} / {now[1]} ({obs['why']})", obs=obs, before=list(before))
     return None

@@ -38,6 +38,9 @@ class Timeouts:
     store: MessageStoreConfig
     controllers: int = 1
     send_timeout: int = 3000
+    legacy: bool = False  # a 4.x master/slave run (``[cluster] mode = "legacy"``): no controller, fixed roles
+    net_delay: int = 5  # the network's longest one-way delay with no fault left (the simulator's [network] delay_max)
+    consume_interval: int = 1000  # the consumer's pull period (0: no consumer)
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,31 @@ def connect_terms(t: Timeouts) -> list[Term]:
                  "the master's handshake before it sends its own again", 2 * RETRY_WAIT)]
 
 
+def legacy_connect_terms(t: Timeouts) -> list[Term]:
+    """4.x: every live slave holds a connection to its master (a stage of LIVE-HA-TRANSFER for legacy runs). No
+    election: the master is the configured one, and a master restarted at the heal point serves at once."""
+    return [Term("haHousekeepingInterval: a slave whose connection went stale under a partition closes it once it has "
+                 "read nothing for this long (HAClient: isTimeToReportOffset / closeMaster on housekeeping)",
+                 t.store.ha_housekeeping_interval),
+            Term("2 × 5 s: HAClient waits 5 s after a close (closeMasterAndWait) and 5 s after a failed connect "
+                 "(connectMaster to a master not yet up) before it tries again", 2 * RETRY_WAIT)]
+
+
+def replication_rtt(t: Timeouts) -> int:
+    """4.x replication lag with no fault left: a put wakes the master's HAConnection.WriteSocketService at once
+    (``HAService.getWaitNotifyObject().wakeupAll`` in ``CommitLog.handleHA`` / ``putRequest``), its push reaches the
+    slave in one one-way delay and the slave appends it on arrival (``HAClient.dispatchReadRequest``); a second
+    delay and 1 ms per hop cover a push that went out just before the put's wake-up and the simulator's timers."""
+    return 2 * t.net_delay + 2
+
+
+def consume_window(t: Timeouts) -> int:
+    """How long an acknowledged message may wait before the consumer has read it, once it has caught up: the next
+    pull (``consume_interval``, the pull period), the pull's RPC timeout and the route lookup a failed pull
+    triggers (``ROUTE_TIMEOUT``): DefaultMQPushConsumer pulls again at once after a result."""
+    return t.consume_interval + 3000 + ROUTE_TIMEOUT
+
+
 def ha_window(t: Timeouts) -> int:
     """How long a slave's HA connection must have stayed up: any close-and-reconnect cycle replaces it sooner (the
     slowest closes after haHousekeepingInterval without a read, then waits 5 s to reconnect)."""
@@ -136,14 +164,20 @@ def ha_window(t: Timeouts) -> int:
 
 
 def ha_terms(t: Timeouts) -> list[Term]:
-    return [*connect_terms(t),
+    return [*(legacy_connect_terms(t) if t.legacy else connect_terms(t)),
             Term("haHousekeepingInterval + 5 s: the connection has stayed up this long (no close-and-reconnect "
                  "cycle: AutoSwitchHAConnection / AutoSwitchHAClient housekeeping, then the 5 s wait)", ha_window(t))]
 
 
 def catchup_terms(t: Timeouts) -> list[Term]:
-    """LIVE-SSS-CATCHUP: a slave with a settled connection acks and its master's expansion lands."""
+    """LIVE-SSS-CATCHUP: a slave with a settled connection acks and its master's expansion lands (4.x: the slave's
+    first report sets where the master pushes from, and its back-to-back batches catch it up)."""
     b, s = t.broker, t.store
+    if t.legacy:
+        return [*ha_terms(t),
+                Term("haSendHeartbeatInterval: the slave reports its max offset within a heartbeat, and the master "
+                     "pushes from there batch after batch (HAConnection.WriteSocketService)",
+                     s.ha_send_heartbeat_interval)]
     return [*ha_terms(t),
             Term("haSendHeartbeatInterval + controllerRpcTimeoutMillis: the slave acks within a heartbeat report, and "
                  "the master's proposal (maybeExpandInSyncStateSet -> doReportSyncStateSetChanged) lands",
@@ -152,7 +186,9 @@ def catchup_terms(t: Timeouts) -> list[Term]:
 
 def probe_start(t: Timeouts) -> int:
     """When the first probe send goes out, after the heal point: the ack set then holds only live, caught-up
-    replicas (LIVE-SSS-CATCHUP's and LIVE-SSS-NO-DEAD's bounds)."""
+    replicas (LIVE-SSS-CATCHUP's and LIVE-SSS-NO-DEAD's bounds; 4.x: the slave has caught up)."""
+    if t.legacy:
+        return total(catchup_terms(t))
     return max(total(catchup_terms(t)), total(no_dead_terms(t)))
 
 
@@ -163,12 +199,23 @@ def probe_gap(t: Timeouts) -> int:
 
 def puts_terms(t: Timeouts) -> list[Term]:
     """LIVE-PUTS: two probe sends, the second after the first one's failure has refreshed the producer's route."""
-    first = catchup_terms(t) if total(catchup_terms(t)) >= total(no_dead_terms(t)) else no_dead_terms(t)
+    first = catchup_terms(t) if t.legacy or total(catchup_terms(t)) >= total(no_dead_terms(t)) else no_dead_terms(t)
     return [*first,
             Term("sendMsgTimeout + 3 s: the first probe may go to the broker the producer's cached route names, "
                  "time out and refresh the route (DefaultMQProducerImpl.sendDefaultImpl -> "
                  "updateTopicRouteInfoFromNameServer)", probe_gap(t)),
             Term("3 s + sendMsgTimeout: the second probe's route lookup and send", ROUTE_TIMEOUT + t.send_timeout)]
+
+
+def consume_terms(t: Timeouts) -> list[Term]:
+    """LIVE-CONSUME: the consumer has read what the master held before the heal (its backlog) and what came since.
+    4.x runs only (none: a 5.x run does not check it)."""
+    if not t.legacy:
+        return []
+    return [*catchup_terms(t),
+            Term("consume_interval + pull timeout + 3 s: the consumer's next pull, or the route lookup after a failed "
+                 "one (DefaultMQPushConsumerImpl.pullMessage; MQClientInstance.updateTopicRouteInfoFromNameServer)",
+                 consume_window(t))]
 
 
 def periodic_allowance(t: Timeouts) -> int:

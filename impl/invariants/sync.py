@@ -8,9 +8,9 @@ import bisect
 
 from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
-from ..observations import BrkPutResult, HaExpand
+from ..observations import BrkAlter, BrkPutResult, CtlApply, HaConnClosed, HaExpand
 from ..store.offsets import base_of
-from .context import Context, HeldCache, SetMembers
+from .context import Context, HeldCache, SetMembers, ShrinkPending
 from .registry import Violated, invariant, violated
 
 
@@ -254,4 +254,78 @@ def dispatch_confirmed(ctx: Context) -> Violated | None:
         if v is not None:
             v.state["obs"] = obs
             return v
+    return None
+
+
+def shrink_bound(rpc_timeout: int, net_delay: int) -> int:
+    """SYNC-SHRINK-LATENCY's bound after a master closes a member's HA connection: ``removeConnection`` proposes the
+    shrink at once to its listener, whose single-threaded executor sends alterSyncStateSet (at worst after one earlier
+    report still in flight): two controller RPCs, each answered within a round trip by a healthy network plus the
+    controller's commit, bounded by ``controllerRpcTimeoutMillis``; and the close's own one-way delay. The fallback it
+    must beat is the lag check: haMaxTimeSlaveNotCatchup, then checkSyncStateSetPeriod."""
+    return rpc_timeout + 4 * net_delay
+
+
+@invariant("SYNC-SHRINK-LATENCY", layer="sync", on=("ha.conn-closed", "brk.alter", "ctl.apply"),
+           source="AutoSwitchHAConnection (both socket services stop) -> AutoSwitchHAService.removeConnection (a "
+                  "member of the local SyncStateSet: markSynchronizingSyncStateSet, notifySyncStateSetChanged) -> "
+                  "ReplicasManager.doReportSyncStateSetChanged (alterSyncStateSet) -> "
+                  "ReplicasInfoManager.alterSyncStateSet",
+           exceptions="a master that is not the controller's at its masterEpoch, or not RUNNING; another fault acts or "
+                      "is in force between the close and the bound; a new election; a shrink proposal the controller "
+                      "refuses (two members closed at once: removeConnection builds the second proposal from the "
+                      "local set the first has not changed yet, and the SyncStateSet epoch has moved): the lag check "
+                      "retries it")
+def shrink_latency(ctx: Context, obs: HaConnClosed | BrkAlter | CtlApply) -> Violated | None:
+    """When the controller's master closes the HA connection of a member of its SyncStateSet, the controller's
+    SyncStateSet drops that member within two controller RPCs (``shrink_bound``), not at the lag check's
+    haMaxTimeSlaveNotCatchup, unless another fault acts meanwhile."""
+    world = ctx.world
+    if obs["k"] == "ha.conn-closed":
+        return _note_close(ctx, obs)
+    if not ctx.shrink_pending:
+        return None
+    if obs["k"] == "brk.alter":  # a refused shrink: the exception
+        if obs["code"] != 0:
+            name = obs.get("n", "")
+            ctx.shrink_pending = [p for p in ctx.shrink_pending if not (
+                p.master == name and p.master_epoch == obs["masterEpoch"] and p.member not in obs["proposal"])]
+        return None
+    after = obs["after"]
+    if not ctx.apply_first or after is None:
+        return None
+    members = set(after.get("syncStateSet") or [])
+    for p in list(ctx.shrink_pending):
+        if p.member in members and after.get("masterEpoch") == p.master_epoch:
+            continue
+        ctx.shrink_pending.remove(p)
+        if after.get("masterEpoch") != p.master_epoch or world.now <= p.deadline \
+                or ctx.fault_between(p.closed + 1, p.deadline):
+            continue  # a new election settled it another way, in time, or a fault came in between
+        return violated(f"the controller's SyncStateSet dropped member {p.member} {world.now - p.closed} ms after "
+                        f"master {p.master} closed its HA connection at {p.closed} ms, past the bound of "
+                        f"{p.deadline - p.closed} ms with no other fault meanwhile",
+                        syncStateSet=sorted(members), event=obs["event"])
+    return None
+
+
+def _note_close(ctx: Context, obs: HaConnClosed) -> Violated | None:
+    world = ctx.world
+    name, member = obs.get("n", ""), obs.get("slaveId")
+    node = world.broker(name)
+    if member is None or not isinstance(node, BrokerNode) or world.disturbed():
+        return None
+    ctl = world.controller_node()
+    info = ctl.rim.sync_state_set_info_table.get(world.broker_name) if ctl is not None else None
+    rm = node.replicas
+    if info is None or info.master_broker_id != rm.broker_controller_id or info.master_epoch != rm.master_epoch \
+            or rm.state.value != "RUNNING" or node.store.role != BrokerRole.SYNC_MASTER \
+            or member not in info.sync_state_set or member not in node.ha.sync_state_set:
+        return None
+    ctx.shrink_pending = [p for p in ctx.shrink_pending if p.deadline >= world.now - 60_000]
+    if any(p.member == member and p.master_epoch == rm.master_epoch for p in ctx.shrink_pending):
+        return None
+    bound = shrink_bound(rm.cfg.rpc_timeout, world.net_delay)
+    ctx.shrink_pending.append(ShrinkPending(name, world.inc[name], member, rm.master_epoch, world.now,
+                                            world.now + bound))
     return None

@@ -25,6 +25,7 @@ class NameServerView(Protocol):
     broker_addrs: dict[str, dict[int, str]]  # brokerName -> broker id -> address
     live: dict[str, tuple[int, str, str]]  # address -> (stateVersion, haServerAddr, node)
     master_claims: dict[str, dict[str, int]]  # brokerName -> address -> stateVersion it registered as master with
+    queue_data: dict[str, tuple[int, int]]  # brokerName -> (readQueueNums, writeQueueNums) of the topic's route
 
 
 class ClusterView(Protocol):
@@ -57,6 +58,21 @@ class ClusterView(Protocol):
 
     def is_paused(self, node: str) -> bool:
         """The process is stopped (SIGSTOP): it handles nothing until it resumes."""
+        ...
+
+    @property
+    def topic_config(self) -> bool:
+        """The brokers keep the topic's config (``[workload] topic_config``: TopicConfigManager, topics.json)."""
+        ...
+
+    @property
+    def net_delay(self) -> int:
+        """The network's longest one-way delay with no fault in force (ms)."""
+        ...
+
+    def disturbed(self) -> bool:
+        """A fault's effect is in force now: a cut link, a paused process, or a lasting effect (a lossy or slow
+        network window, a slow commit, apply or dispatch) not over yet. A broker that is down is not counted."""
         ...
 
     def controller_node(self) -> ControllerNode | None:

@@ -339,6 +339,11 @@ FAULT_KINDS: dict[str, str] = {
                            "then redeploy it without its controller identity (it applies for a new id; store kept)",
     "move-broker": "kill -9 a broker and restart it on another listenPort with its old store and id: it registers "
                    "its new address with the controller (UpdateBrokerAddressEvent)",
+    "expand-then-crash-master": "mqadmin updateTopic on the routed master (2 more queues), then kill -9 that master "
+                                "13-18 s later, just after its slaves have synced the topic (slaveSynchronize: at "
+                                "most 10 s + 3 s), while the producer's route (pollNameServerInterval, 30 s) may not "
+                                "have brought the new queues into use yet: the promotion meets a topic wider than its "
+                                "log; restart later (needs [workload] topic_config; off unless a profile weighs it)",
 }
 """Composite fault kinds (``[faults] weights``), each expanded by the generator into primitive actions."""
 

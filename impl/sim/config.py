@@ -194,6 +194,17 @@ def _copy(v: Any) -> Any:
 
 SAFE = "safe"
 FIDELITY = "fidelity"
+FIDELITY_SETTINGS: dict[str, dict[str, Any]] = {
+    "cluster": {"controllers": 3}, "broker": {"slaveReadEnable": True},
+    "store": {"allAckInSyncStateSet": True, "accessMessageInMemoryMaxRatio": 0},
+    "network": {"ha_fragment": 0.3},
+    "workload": {"queues": 4, "topic_config": True, "other_topics": 2000},
+    "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},
+    "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
+                           "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
+                           "slow-apply": 0.5, "expand-queues": 0.5, "crash-torn-write": 0.7}}}
+"""The fidelity profile's settings (``PROFILES[FIDELITY]``; the topic-failover profile builds on them)."""
+
 PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # allAck on, unclean off: the configuration RocketMQ's deploy guide says "ensures that the message is
     # not lost" (docs/en/controller/deploy.md). Crashes keep the page cache (kill -9, not power loss).
@@ -209,14 +220,11 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     # it (part 7); consumer restarts and topic growth (part 2: consumer offsets and topic config need the
     # queues). Part 6 has no settings. Part 8: consumers read from the slaves (slaveReadEnable; every pull that
     # finds messages is suggested to a slave: accessMessageInMemoryMaxRatio 0).
-    FIDELITY: {"cluster": {"controllers": 3}, "broker": {"slaveReadEnable": True},
-               "store": {"allAckInSyncStateSet": True, "accessMessageInMemoryMaxRatio": 0},
-               "network": {"ha_fragment": 0.3},
-               "workload": {"queues": 4, "topic_config": True, "other_topics": 2000},
-               "sim": {"base_offset": 2**31 - 65536, "file_residue": True, "file_boundaries": True},
-               "faults": {"weights": {"stop-broker": 1.0, "lose-checkpoint": 0.5, "restart-consumer": 0.7,
-                                      "crash-controller-leader": 0.7, "isolate-controller-leader": 0.7,
-                                      "slow-apply": 0.5, "expand-queues": 0.5, "crash-torn-write": 0.7}}},
+    FIDELITY: FIDELITY_SETTINGS,
+    # the fidelity profile with topic growth racing a failover: the admin widens the topic and the master dies once the
+    # slaves have synced it, before the producers use the new queues (what a promotion's cover must keep)
+    "topic-failover": {**FIDELITY_SETTINGS, "faults": {"weights": {
+        **FIDELITY_SETTINGS["faults"]["weights"], "expand-then-crash-master": 2.0}}},
     # safe, with a 3-node controller group of the JRaft flavour (part 1: requests validated at apply, liveness
     # replicated) under the controller faults
     "jraft": {"cluster": {"controllers": 3}, "controller": {"controllerType": "jRaft"},

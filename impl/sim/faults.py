@@ -263,6 +263,15 @@ class FaultGenerator:
             return [{"t": now, "do": "expand-queues", "by": 2}]
         if kind in ("clean-living-broker", "decommission-broker", "move-broker"):
             return self._make_operator(kind, now, world, free)
+        if kind == "expand-then-crash-master":
+            master = world.believed_master()
+            if master not in free or self._down(world) >= self.cfg.max_down:
+                return []
+            self.busy.add(master)
+            crash = now + rng.between(13_000, 18_000)  # just past slaveSynchronize's worst case: 10 s + 3 s
+            return [{"t": now, "do": "expand-queues", "by": 2},
+                    {"t": crash, "do": "crash", "node": master, "powerLoss": False},
+                    {"t": self._restart_at(crash), "do": "restart", "node": master, "release": [master]}]
         if kind == "admin-elect":
             ids = [i for i in (world.broker_id(b) for b in world.brokers) if i is not None]
             designate = rng.choice(ids) if ids and rng.chance(0.8) else None

@@ -20,6 +20,8 @@ from .scenarios_found import FOUND
 QUIET = {"workload": {"produce_interval": 0, "consume_interval": 0}}
 SETTLED = {**QUIET, "sim": {"progress": True}}
 """A quiet run that ends with the settle tail and the progress checks (the LIVE-* switches' scenarios)."""
+LEGACY_SYNC = {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}}
+"""The 4.x master/slave pair of the legacy-sync profile."""
 
 
 
@@ -310,6 +312,51 @@ SCENARIOS: dict[str, Scenario] = {
                  config=SETTLED, fixes=B.FIXES_ALL,
                  story="Slave b1 is cut from the controller for 8 s; its metadata sync times out and, with the "
                        "switch, the exception kills the scheduled task: b1 never syncs its metadata again."),
+        Scenario(B.ELECT_REQUEST_NOT_NOTIFIED, 1, 20000, [{"t": 10000, "do": "admin-elect", "brokerId": 3}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="mqadmin electMaster designates broker id 3. With the switch the controller answers the "
+                       "admin only: neither it nor the deposed master b2 is notified, and b2 takes its slave role "
+                       "at its next metadata sync, 3 s after the election instead of a few ms."),
+        Scenario(B.CLOSE_KEEPS_MEMBER, 1, 40000, [{"t": 8000, "do": "crash", "node": "b3"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Slave b3 (id 2) crashes; master b2 sees its HA connection close at once. Without the switch "
+                       "removeConnection proposes the shrink and the controller drops b3 within a few ms; with it b3 "
+                       "stays in the SyncStateSet until the lag check, 15 s later."),
+        Scenario(B.REGISTER_OMITS_TOPIC_CONFIG, 1, 10000, [{"t": 5000, "do": "produce", "count": 2}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="The first master registers with the nameserver; with the switch its registration carries no "
+                       "topic config, so the route serves no queue counts for the topic."),
+        Scenario(B.COVER_NARROWS_TOPIC, 1, 60000,
+                 [{"t": 5000, "do": "produce", "count": 4}, {"t": 8000, "do": "expand-queues", "by": 2},
+                  {"t": 30000, "do": "crash", "node": "b2"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Four messages fill queues 0 and 1; the admin widens the topic to 4 queues and slave b3 syncs "
+                       "it. Master b2 dies and b3 is promoted: its log holds queues 0 and 1 only. The fix widens a "
+                       "topic to its log's queues; with the switch b3 sets it to them, undoing the expansion."),
+        Scenario(B.TRUNCATE_FILES_MISREPORTS, 28, 28553,
+                 [{"t": 9345, "do": "partition", "id": "f1", "links": [["b3", "ctl"], ["b3", "b1"], ["b3", "b2"],
+                                                                       ["ctl", "b3"], ["b1", "b3"], ["b2", "b3"]]},
+                  {"t": 27389, "do": "heal", "id": "f1"}],
+                 fixes=B.FIXES_ALL,
+                 story="b3 is cut off while it holds messages the rest of the set does not; after the heal its "
+                       "handshake cuts them (the consistent point). With the switch the store answers false for the "
+                       "cut it made, and b3 gives up a handshake whose truncation went through."),
+        Scenario(B.HA_ADDRESS_NO_WAKEUP, 1, 10000, [], config=QUIET, fixes=B.FIXES_ALL,
+                 story="At start-up a slave's registration gives it the master's HA address while its HA client waits "
+                       "out its first 5 s (it had none). Without the switch the address wakes it and it connects at "
+                       "once; with it the connection starts about 5 s later."),
+        Scenario(B.PULL_NEXT_OFFSET_STALE, 1, 10000, [{"t": 3000, "do": "produce", "count": 40}],
+                 config={**LEGACY_SYNC, "workload": {"produce_interval": 0}, "sim": {"progress": True}},
+                 fixes=B.FIXES_ALL,
+                 story="A 4.x pair; 40 messages go out at once and the consumer pulls every second. Its first pull "
+                       "gets a full batch of 32; with the switch the answer's next offset is the one it asked for, "
+                       "so every later pull returns the same 32 and the last 8 are never read."),
+        Scenario(B.LEGACY_PUSH_WAITS_HEARTBEAT, 1, 10000, [],
+                 config={**LEGACY_SYNC, "workload": {"consume_interval": 0}, "sim": {"progress": True}},
+                 fixes=B.FIXES_ALL,
+                 story="A 4.x SYNC_MASTER and its slave, the producer sending every 400 ms on average. With the "
+                       "switch a put no longer wakes the master's HA connection: it pushes on its heartbeat only, so "
+                       "the slave lags its master by up to 5 s, far more than a replication round trip."),
         Scenario(B.HA_CLIENT_SPINS, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
                  story="A quiet run. Once the slaves' HA clients reach TRANSFER, each starts its next round at once: "
                        "timer after timer at the same millisecond, so the fault phase ends on its step limit and the "

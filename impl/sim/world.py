@@ -297,6 +297,18 @@ class Simulation(WorldView):
     def is_paused(self, node: str) -> bool:
         return node in self.paused
 
+    @property
+    def topic_config(self) -> bool:
+        return self.cfg.workload.topic_config and self.cfg.workload.queues > 0
+
+    @property
+    def net_delay(self) -> int:
+        net = self.cfg.network
+        return net.delay_max + (net.slow_delay if net.slow > 0 else 0)
+
+    def disturbed(self) -> bool:
+        return bool(self.blocked) or bool(self.paused) or self.quiet_at > self.now
+
     def broker(self, name: str) -> AnyBroker | None:
         node = self.nodes.get(name)
         # a broker's name only ever holds a broker (build_node); no isinstance on this hot path
@@ -1155,7 +1167,7 @@ def build_node(cfg: Config, name: str, rng: DetRng, *, controllers: list[str], b
         prio = cfg.cluster.election_priorities[idx] if cfg.cluster.election_priorities else None
         if cfg.cluster.mode == "legacy":
             return LegacyBrokerNode(name, cfg.broker, cfg.store, disk, rng, nameserver,
-                                    master=(idx == 0), master_name=brokers[0])
+                                    master=(idx == 0), master_name=brokers[0], bugs=bugs)
         return BrokerNode(name, cfg.broker, cfg.store, disk, rng, controllers, nameserver, bugs, prio,
                           queues=cfg.workload.queues, file_boundaries=cfg.sim.file_boundaries,
                           topic_config=cfg.workload.topic_config, other_topics=cfg.workload.other_topics,

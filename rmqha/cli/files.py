@@ -64,7 +64,7 @@ def load_config_aside(path: str | None, profile: str | None, aside: tuple[str, .
         raise UserError(f"unknown profile {profile!r} (known: {', '.join(sorted(PROFILES))})")
     try:
         base = default_config(profile)
-        if progress and base.cluster.mode == "controller":
+        if progress:
             base = config_from_dict(PROGRESS_ON, base)
         return config_from_dict(data, base), profile, tables
     except ConfigError as exc:
