@@ -11,7 +11,8 @@ it mutated was rewritten), never counted either way.
 
 By default it re-tests the run's non-equivalent survivors (``--which survivors``); ``--which all`` re-tests every
 row. The paired score counts a row detected if it was detected before and not re-tested, or if its re-test killed
-it; the denominator is the run's non-equivalent rows.
+it; the denominator is the run's non-equivalent rows, by ``bench/mutation_classes.json`` as it is now (a survivor
+re-examined since may have been classified equivalent, with its argument).
 
     python bench/mutation_retest.py --from bench/results/mutation-after-acc6eff.json --jobs 2 --out runs/retest
     python bench/mutation_retest.py --from ... --out runs/retest --report
@@ -161,6 +162,11 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, KeyError) as exc:
         print(f"mutation_retest: {args.source}: not a mutation run's rows ({exc})", file=sys.stderr)
         return 2
+    classes = M.load_classes()  # the classification as it is now (a survivor re-examined may have become equivalent)
+    for r in before:
+        c = classes.get(M.class_key(r))
+        if r["outcome"] == "survived" and c is not None:
+            r.update(survivor_class=c["class"], reason=c["reason"])
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     rows_path = out / "retest.json"
