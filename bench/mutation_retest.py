@@ -109,7 +109,8 @@ def run_one(tree: Path, row: dict[str, Any], base: dict[str, Any]) -> dict[str, 
 
 
 def paired(before: list[dict[str, Any]], done: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    valid = [r for r in before if M._valid(r)]
+    gone_ids = {i for i, d in done.items() if d["outcome"] == "gone"}
+    valid = [r for r in before if M._valid(r) and r["id"] not in gone_ids]  # a gone mutant is not counted either way
     detected = 0
     newly = []
     for r in valid:
