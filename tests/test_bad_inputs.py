@@ -419,7 +419,7 @@ def test_cluster_profiles_in_the_help_are_the_ones_it_takes(capsys: pytest.Captu
     with pytest.raises(SystemExit):
         main(["cluster", "up", "--help"])
     help_text = " ".join(capsys.readouterr().out.split())
-    assert set(CLUSTER_PROFILES) == {"safe", "defaults", "unclean", "power-loss", "jraft"}
+    assert set(CLUSTER_PROFILES) == {"safe", "defaults", "unclean", "power-loss", "jraft", "jraft-ops", "ctl"}
     listed = help_text.split("--profile PROFILE")[-1].split("(default safe")[0]
     assert {p for p in PROFILES if p in listed.replace(",", " ").split()} == set(CLUSTER_PROFILES)
 

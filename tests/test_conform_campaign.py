@@ -116,7 +116,7 @@ def test_a_stale_validation_leaves_the_model_and_its_finding_explains_it():
     election on a state that lacks an earlier, still uncommitted election: the model's ElectMaster has no such
     result, the first thing that sees it. F-DLEDGER-STALE-VALIDATION's fix removes it, and explains it."""
     r = campaign.run(default_config("safe"), 57, 2755, record=False)
-    assert r.violation is not None and (r.violation.invariant, r.violation.step) == ("MODEL-CONFORM", 2755)
+    assert r.violation is not None and (r.violation.invariant, r.violation.step) == ("MODEL-CONFORM", 2754)
     assert r.violation.state["divergence"]["guard"] == "elect_policy"
     header = runner.header_for(default_config("safe"), 57, 2755, [], None, conform=True)
     assert explain(header, r.violation.to_dict()) == "F-DLEDGER-STALE-VALIDATION"

@@ -46,8 +46,12 @@ def local_config(user: dict[str, Any]) -> Config:
     cfg = config_from_dict(merged)
     if cfg.cluster.mode != "controller":
         raise ConfigError("rmqha cluster runs controller mode only ([cluster] mode = 'controller')")
-    if cfg.sim.base_offset or cfg.sim.file_residue:
-        raise ConfigError("rmqha cluster keeps real files: [sim] base_offset and file_residue are simulator-only")
+    if cfg.sim.base_offset or cfg.sim.file_residue or cfg.sim.file_boundaries:
+        raise ConfigError("rmqha cluster keeps real files: [sim] base_offset, file_residue and file_boundaries are "
+                          "simulator-only")
+    if cfg.sim.join_at or cfg.workload.produce_start:
+        raise ConfigError("rmqha cluster starts every node and its workload at once: [sim] join_at and [workload] "
+                          "produce_start are simulator-only")
     if cfg.faults.guards or cfg.faults.adversarial or cfg.sim.interleave:
         raise ConfigError("rmqha cluster plays its nemesis recipes on real processes: [faults] guards, adversarial "
                           "and [sim] interleave are simulator-only")
