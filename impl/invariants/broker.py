@@ -72,7 +72,9 @@ def role_bound(rpc_timeout: int, net_delay: int) -> int:
                   "ReplicasManager.changeBrokerRole; the requester of brokerElect acts on its answer",
            exceptions="notifyBrokerRoleChanged off; a member the controller did not hold alive, not RUNNING, or "
                       "already at the election's masterEpoch; a fault acted or was in force between the election "
-                      "and the bound (a member may then learn its role from schedulingSyncBrokerMetadata only)")
+                      "and the bound (a member may then learn its role from schedulingSyncBrokerMetadata only); an "
+                      "election logged in an older term of the controller group and committed by a later leader "
+                      "(its request failed with its leader's term: nobody notifies)")
 def role_latency(ctx: Context, obs: CtlApply | BrkRole) -> Violated | None:
     """After the controller applies a successful election, every broker of the set that runs, is RUNNING and that
     the controller held alive (and the broker that asked for it) takes a role at the election's masterEpoch or a
@@ -104,6 +106,11 @@ def _note_election(ctx: Context, obs: CtlApply) -> Violated | None:
         return None
     ctl = world.controller_node()
     if ctl is None or not ctl.cfg.notify_broker_role_changed or world.disturbed():
+        return None
+    if "term" in obs and ctl.repl is not None and obs["term"] < ctl.repl.state.term:
+        # logged by a leader of an older term and committed by a later one: the request that logged it failed at its
+        # leader when that leader lost its term (DLedger's pending append futures, JRaft's closures), so no
+        # ControllerManager notifies anyone; the members learn the role from schedulingSyncBrokerMetadata
         return None
     epoch = after.get("masterEpoch")
     if epoch is None:
