@@ -1093,7 +1093,9 @@ class Simulation(WorldView):
         a truncation under fix-truncate-clears-file clears what it cuts. The kit keeps those zeros for the rest of the
         torn record (past it they cannot change what recovery decides): ``recoverAbnormally`` reads them with the
         record's prefix, and ``checkMessageAndReturnSize`` fails the record (its body CRC, or its magic code when the
-        cut falls in the header), so the scan ends there and the file is truncated at the record's start."""
+        cut falls in the header), so the scan ends there and the file is truncated at the record's start. The epoch
+        file keeps only what was written before the copy: an entry of the epoch the write belongs to starts at or
+        before it, and one the handler appended after it (the next frame's epoch) never reached the file."""
         disk = self.disks[name]
         cut = offset + (self.rng_guard.between(1, size - 1) if size > 1 else 0)
         if cut >= len(disk.commitlog):
@@ -1106,6 +1108,8 @@ class Simulation(WorldView):
         disk.cq_end = min(disk.cq_end, offset)
         disk.checkpoint_confirm = min(disk.checkpoint_confirm, offset)
         disk.checkpoint_confirm_flushed = min(disk.checkpoint_confirm_flushed, offset)
+        if disk.epoch_file:  # an entry of an epoch that starts past the write was appended after it, by a dead process
+            disk.epoch_file = [(epoch, start) for epoch, start in disk.epoch_file if start <= offset]
 
     def _check_ctl_traps(self) -> None:
         """At the end of a step: hit the controller node that reached a ``ctl-at`` action's point in it (a node with
