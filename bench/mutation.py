@@ -280,9 +280,8 @@ class Session:
     def timeouts(self, meta: dict[str, Any]) -> dict[str, Any]:
         """The campaign's CPU limit (factor x the unmutated campaign's CPU time: the load of a shared machine does
         not turn a slow survivor into a timeout) and Cosmic Ray's wall-clock backstop (10 x its wall time)."""
-        factor = meta["timeout_factor"]
-        meta.update(cpu_limit_s=math.ceil(factor * meta["baseline"]["cpu_s"]),
-                    timeout_s=round(max(10 * meta["baseline_s"], 2 * factor * meta["baseline"]["cpu_s"]), 1))
+        cpu_limit_s, timeout_s = limits(meta["baseline_s"], meta["baseline"]["cpu_s"], meta["timeout_factor"])
+        meta.update(cpu_limit_s=cpu_limit_s, timeout_s=timeout_s)
         self.meta_path.write_text(json.dumps(meta, indent=1))
         return meta
 
@@ -357,6 +356,12 @@ class Session:
                 row.update(survivor_class=c["class"] if c else None, reason=c["reason"] if c else None)
             rows.append(row)
         return rows
+
+
+def limits(wall_s: float, cpu_s: float, factor: float) -> tuple[int, float]:
+    """A mutant's CPU limit (``factor`` x the unmutated campaign's CPU time) and its wall-clock backstop (10 x its
+    wall time, or twice the CPU limit if longer)."""
+    return math.ceil(factor * cpu_s), round(max(10 * wall_s, 2 * factor * cpu_s), 1)
 
 
 def class_key(row: dict[str, Any]) -> str:

@@ -77,9 +77,9 @@ def baseline(out: Path, factor: float) -> dict[str, Any]:
     if p.returncode != 0 or res is None or res.get("outcome") != "survived":
         raise SystemExit(f"mutation_retest: the unmutated campaign does not pass (exit {p.returncode}):\n"
                          f"{p.stdout[-2000:]}\n{p.stderr[-2000:]}")
-    data = {"commit": M.git_commit(), "baseline_s": round(wall, 2), "cpu_s": res.get("cpu_s"),
-            "cpu_limit_s": int(factor * float(res.get("cpu_s") or wall)) + 1,
-            "timeout_s": round(max(10 * wall, 2 * factor * float(res.get("cpu_s") or wall)), 1)}
+    cpu_limit_s, timeout_s = M.limits(wall, float(res["cpu_s"]), factor)
+    data = {"commit": M.git_commit(), "baseline_s": round(wall, 2), "cpu_s": res["cpu_s"], "cpu_limit_s": cpu_limit_s,
+            "timeout_s": timeout_s}
     path.write_text(json.dumps(data, indent=1))
     return data
 
