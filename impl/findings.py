@@ -124,7 +124,7 @@ FINDINGS: dict[str, Finding] = {
         Finding("F-SLAVE-FOLLOWS-DEPOSED-MASTER",
                 "A slave that registered with the nameserver before its new master keeps replicating from the deposed "
                 "master, now a slave, for good, and never rejoins the SyncStateSet",
-                ("LIVE-HA-TRANSFER", "LIVE-SSS-CATCHUP"), B.FIX_SLAVE_FOLLOWS_CURRENT_MASTER,
+                ("LIVE-HA-TRANSFER", "LIVE-SSS-CATCHUP", "SYNC-DISPATCH-CONFIRMED"), B.FIX_SLAVE_FOLLOWS_CURRENT_MASTER,
                 "AutoSwitchHAClient.updateHaMasterAddress (only wakes the loop) + BrokerController."
                 "handleRegisterBrokerResult (the HA address from the nameserver's answer) + AutoSwitchHAService "
                 "(every broker accepts HA connections and serves its log, whatever its role)", "new"),

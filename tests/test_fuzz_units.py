@@ -223,6 +223,28 @@ def _rerun(header):
     return r.violation.to_dict() if r.violation else None
 
 
+def test_a_slave_dispatching_a_deposed_masters_tail_is_explained_by_slave_follows():
+    """The README's main job's run ``g10.3`` (``tests/data/fuzz/README.md``): a slave that replicated a deposed master
+    (F-SLAVE-FOLLOWS-DEPOSED-MASTER) dispatches that master's divergent tail once the connection, served past the
+    deposed master's own truncation, brings the new master's confirmOffset. The finding's fix removes it, and the
+    campaign's triage says so (it exited 1 with the violation "unexplained" before the finding listed the
+    invariant). The committed shrink of the same mechanism, with every other finding's fix on, replays byte for
+    byte and fails the same way."""
+    mutant = json.loads((DATA / "SYNC-DISPATCH-CONFIRMED-199291327.json").read_text())
+    v = _rerun(mutant)
+    assert v is not None and (v["invariant"], v["step"]) == ("SYNC-DISPATCH-CONFIRMED", 4233)
+    assert explain(mutant, v) == "F-SLAVE-FOLLOWS-DEPOSED-MASTER"
+    path = Path(__file__).resolve().parent.parent / "docs" / "findings" / "traces" / \
+        "F-SLAVE-FOLLOWS-DEPOSED-MASTER-dispatch.jsonl.gz"
+    text = read_trace_text(str(path))
+    header, _lines, _footer = parse(text)
+    again = run_header(header)
+    assert again.text == text and again.violation is not None
+    assert again.violation.invariant == "SYNC-DISPATCH-CONFIRMED"
+    assert "fix-slave-follows-current-master" not in header["bugs"]
+    assert _rerun(dict(header, bugs=sorted([*header["bugs"], "fix-slave-follows-current-master"]))) is None
+
+
 def _two_finding_cases():
     """(header, invariant, explanation): the README's main job's run the issue names (a guided mutant, its header
     committed), and a fresh seed of the default swarm (built from the seed alone)."""
