@@ -207,3 +207,25 @@ def test_a_legacy_run_settles_and_its_progress_is_checked() -> None:
     assert len([s for s in steps if s["ev"] == "probe"]) == 2
     legacy = timeouts(cfg)
     assert legacy.legacy and total(BY_ID["LIVE-CONSUME"].settle(legacy)) > 0  # type: ignore[misc]
+
+
+def test_a_reset_that_reaches_a_slave_before_its_connect_result_still_closes_its_connection() -> None:
+    """Found by the Hypothesis cluster machine (LIVE-HA-TRANSFER, a kit bug): a slave's connect to a paused master is
+    accepted only at the resume; a ``break-ha`` at the same instant resets the connection, and the reset reached the
+    slave before the connect result, so the slave dropped it, went to HANDSHAKE on a dead connection and waited
+    there for good. A socket exists from the accept on, so the reset now waits for the connect result: the slave's
+    first read sees EOF, it closes, and reconnects 5 s later."""
+    cfg = config_from_dict({"sim": {"progress": True}, "workload": {"produce_interval": 0}}, default_config("safe"))
+    schedule = [{"t": 200, "do": "produce", "count": 1, "size": None},
+                {"t": 18000, "do": "break-ha", "node": "b3"}, {"t": 23000, "do": "pause", "node": "b3"},
+                {"t": 24000, "do": "break-ha", "node": "b3"}, {"t": 24000, "do": "resume", "node": "b3"}]
+    r = run(cfg, 0, 10_000_000, bugs=sorted(B.FIXES_ALL), schedule=schedule, max_time=24_000)
+    assert r.violation is None, r.violation
+    steps = _steps(r.text or "")
+    fin = next(i for i, e in enumerate(steps) if e.get("ev") == "ha" and e.get("fin") and e.get("dst") == "b1"
+               and e["t"] >= 24_000)
+    told = next(i for i, e in enumerate(steps) if e.get("ev") == "ha-connect" and e.get("node") == "b1"
+                and e["t"] >= 24_000)
+    assert fin < told and steps[fin]["conn"] == steps[told]["conn"]  # the case: the reset came first
+    assert any(o.get("k") == "ha.client-close" and o.get("n") == "b1" for e in steps[told:told + 1]
+               for o in e.get("obs", []))

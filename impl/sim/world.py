@@ -118,6 +118,10 @@ class Stream:
     reset: bool = False
     swap: list[bytes | None] = field(default_factory=lambda: [None, None])
     replay: list[tuple[bytes, int] | None] = field(default_factory=lambda: [None, None])  # (write, writes before)
+    # the connecting side's socket exists from the accept on (the kernel completes the connect), but its process
+    # learns of it only at the connect result: a reset that reaches it first waits in the socket until then
+    told_a: bool = False
+    early_fin_a: bool = False
 
     def ends(self, direction: int) -> tuple[str, str]:
         return (self.a, self.b) if direction == 0 else (self.b, self.a)
@@ -520,6 +524,13 @@ class Simulation(WorldView):
                 node.now = self.now
                 node.on_ha_connect_result(token, conn)
                 self._drain(node)
+                s = self.streams.get(conn) if conn is not None else None
+                if s is not None:
+                    s.told_a = True
+                    if s.early_fin_a and s.open_a:  # the reset that came first: the first read sees EOF
+                        s.open_a = False
+                        node.on_ha_closed(conn)
+                        self._drain(node)
             elif conn is not None:
                 self._close_side(conn, name)
         elif kind == CHAN:
@@ -814,6 +825,9 @@ class Simulation(WorldView):
         if node is None:
             return
         node.now = self.now
+        if chunk is None and dst == s.a and not s.told_a:
+            s.early_fin_a = True  # delivered with the connect result (HA_RESULT)
+            return
         if chunk is None:
             if dst == s.a:
                 s.open_a = False
