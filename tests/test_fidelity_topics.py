@@ -179,10 +179,16 @@ def _run_other(schedule: list[dict[str, Any]], max_time: int, bugs: frozenset[st
     return sim, rec
 
 
+# seed 6: b1 turns slave at 0.473 s; its sync task ticks every 3 s, and its first syncAll runs at the first tick
+# 10 s past the broker's start (ReplicasManager.lastSyncTimeMs is set at construction): 12.473 s. The loop over the
+# 2 001 topics deletes the workload's topic about 4.5 s in.
+LOOP = 12_473
+
+
 def test_a_slave_elected_inside_its_sync_loop_serves_without_the_topic_until_the_put_phase():
-    """F-SYNC-DELETES-EVERY-TOPIC's trace: b1's loop goes on after it turns master (cancel(false))."""
-    crash = [{"t": 5715, "do": "crash", "node": "b2"}]
-    sim, rec = _run_other(crash, 12_000, NO_SYNC_FIX)
+    """F-SYNC-DELETES-EVERY-TOPIC's shape: b1's loop goes on after it turns master (cancel(false))."""
+    crash = [{"t": LOOP + 2242, "do": "crash", "node": "b2"}]
+    sim, rec = _run_other(crash, LOOP + 9000, NO_SYNC_FIX)
     mine = [(t, o["why"], o["read"]) for t, o in rec.kinds("brk.topic") if o["n"] == "b1"]
     roles = [t for t, o in rec.kinds("brk.role") if o["n"] == "b1" and o["role"] == "MASTER"]
     (deleted,) = [t for t, why, _ in mine if why == "sync-delete"]
@@ -195,8 +201,17 @@ def test_a_slave_elected_inside_its_sync_loop_serves_without_the_topic_until_the
 
 def test_a_slave_killed_inside_its_sync_loop_restarts_without_the_topic():
     """The delete persisted topics.json without the topic; TopicConfigManager.load reads what is there."""
-    sim, _ = _run_other([{"t": 5715, "do": "crash", "node": "b2"}, {"t": 8500, "do": "crash", "node": "b1"}],
-                        8_600, NO_SYNC_FIX)
+    kills = [{"t": LOOP + 2242, "do": "crash", "node": "b2"}, {"t": LOOP + 5027, "do": "crash", "node": "b1"}]
+    sim, _ = _run_other(kills, LOOP + 5127, NO_SYNC_FIX)
     disk = sim.disks["b1"]
     assert disk.topics is not None and disk.topics["topic"] is None
     assert TopicConfigManager(4, disk.topics).read == 0
+
+
+def test_a_slave_first_syncs_at_the_first_tick_ten_seconds_past_its_start():
+    """ReplicasManager.lastSyncTimeMs starts at the broker's construction, and the task that handleSlaveSynchronize
+    schedules (3 s, then every 3 s) runs syncAll only when more than 10 s have passed since: b1, a slave from
+    0.473 s, syncs first at 12.473 s, not at its first tick (3.473 s)."""
+    _, rec = _run_other([], LOOP + 6000, NO_SYNC_FIX)
+    syncs = [t for t, o in rec.kinds("brk.topic") if o["n"] == "b1" and o["why"].startswith("sync")]
+    assert syncs and LOOP < syncs[0] < LOOP + 6000

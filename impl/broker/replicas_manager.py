@@ -103,7 +103,9 @@ class ReplicasManager:
         self.sync_metadata_started = False
         self.ha_listener_executor = Executor(node, "AutoSwitchHAService_Executor")
         self.slave_sync_task: Periodic | None = None
-        self.last_slave_sync = -(10**9)
+        # lastSyncTimeMs = System.currentTimeMillis() at construction (the process start): a slave's first syncAll
+        # waits until 10 s after the start, at the first 3 s tick past it
+        self.last_slave_sync = node.now
 
     # --------------------------------------------------------------------------------- helpers
 
