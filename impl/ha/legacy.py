@@ -25,6 +25,8 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Any
 
+from .. import bugs as B
+
 if TYPE_CHECKING:
     from ..broker.legacy import LegacyBrokerNode
 
@@ -186,11 +188,14 @@ class LegacyClient:
         self.timer = self.host.after(delay, self._loop)
 
     def _loop(self) -> None:
+        """``HAClient.run``, one round: ``connectMaster`` when it has no connection (a failed connect waits 5 s:
+        ``on_connect_result``), else the report and housekeeping of its loop."""
         self.timer = None
         now = self.host.now
         cfg = self.host.store_cfg
         if self.conn is None:
             if self.token is None:
+                self.host.emit({"k": "ha.client-connect", "addr": self.addr})
                 self.token = self.host.ha_connect(self.addr)
             return
         if now - self.last_write > cfg.ha_send_heartbeat_interval:
@@ -206,6 +211,7 @@ class LegacyClient:
             return
         self.token = None
         if conn is None:
+            self.host.emit({"k": "ha.client-connect", "addr": self.addr, "failed": True})
             self._schedule(5000)
             return
         self.conn = conn
@@ -228,7 +234,7 @@ class LegacyClient:
         try:
             pushes = self.decoder.feed(data)
         except LegacyFrameError as exc:
-            self._close(str(exc))
+            self._close(f"bad frame: {exc}", 5000)  # the loop's catch (Exception): waitForRunning(1000 * 5)
             return
         store = self.host.store
         for off, body in pushes:
@@ -242,17 +248,21 @@ class LegacyClient:
         if store.max_phy_offset > self.reported:
             self._report()
 
-    def _close(self, reason: str) -> None:
+    def _close(self, reason: str, wait: int = 0) -> None:
+        """``closeMaster``; the loop goes on to ``connectMaster`` at once (``continue``), or after ``wait``."""
         if self.conn is not None:
             self.host.emit({"k": "ha.client-close", "reason": reason})
             self.host.ha_close(self.conn)
             self.conn = None
-        self._schedule(5000)
+        self._schedule(wait)
 
     def on_closed(self) -> None:
+        """The master closed the stream: the read returns -1, ``processReadEvent`` false, ``closeMaster`` and the
+        loop's ``continue`` to ``connectMaster``."""
         if self.conn is not None:
             self.conn = None
-            self._schedule(5000)
+            self.host.emit({"k": "ha.client-close", "reason": "connection closed"})
+            self._schedule(5000 if B.LEGACY_RECONNECT_WAITS in self.host.bugs else 0)
 
     def status(self) -> dict[str, Any]:
         return {"connected": self.conn is not None, "reported": self.reported}
