@@ -5,7 +5,9 @@ Everything that decides 4.x replication and its put acknowledgement lives here.
 Rules:
 
 * Fixed roles: the slave connects to the master's HA address and reports its max offset in an 8-byte frame,
-  after every batch it appends and at least every ``haSendHeartbeatInterval`` (5 s).
+  after every batch it appends and at least every ``haSendHeartbeatInterval`` (5 s). A closed connection is
+  connected again at once (``HAClient.run``: ``closeMaster``, then the loop's next ``connectMaster``); only a failed
+  connect (or a push it cannot parse: the loop's catch) waits 5 s.
 * The master's connection starts at the slave's first report (0 means the start of the master's last
   file) and pushes ``<phyOffset:i64><bodySize:i32><body>`` batches of at most 32 KiB; idle for 5 s, an empty
   batch. No epochs, no truncation: a slave whose max differs from a batch's offset drops the connection.
