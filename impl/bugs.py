@@ -67,6 +67,8 @@ SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
 LEGACY_PUSH_WAITS_HEARTBEAT = "legacy-push-waits-heartbeat"
 REGISTER_OMITS_TOPIC_CONFIG = "register-omits-topic-config"
 COVER_NARROWS_TOPIC = "cover-narrows-topic"
+REACHABLE_CHECK_GIVES_UP_EARLY = "reachable-check-gives-up-early"
+LEGACY_RECONNECT_WAITS = "legacy-reconnect-waits"
 
 # upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
 LOCAL_SHRINK_ON_DISCONNECT = "local-shrink-on-disconnect"
@@ -440,6 +442,21 @@ BUGS: dict[str, Bug] = {
             "A 4.x master's put no longer wakes its HA connections: each pushes new data only when its own wait runs "
             "out (haSendHeartbeatInterval) or the slave reports, so a slave lags its master by up to a heartbeat and "
             "a SYNC_MASTER's puts wait as long.", kind="fidelity",
+            needs=(("cluster", "mode", "legacy"), ("cluster", "brokers", 2))),
+        Bug(REACHABLE_CHECK_GIVES_UP_EARLY, "BRK-REACHABLE-TIMEOUT",
+            "ReplicasManager.scanAvailableControllerAddresses -> NettyRemotingClient.isAddressReachable (a connect "
+            "bounded by NettySystemConfig.connectTimeoutMillis, 3 s)",
+            "synthetic (the reachability check bounded by half the connect timeout)",
+            "A broker's scan of its controller addresses gives a connect 1.5 s instead of connectTimeoutMillis "
+            "(3 s): an unreachable controller leaves the available addresses 1.5 s early, and one that answers "
+            "slower than that is taken for unreachable.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(LEGACY_RECONNECT_WAITS, "HA-LEGACY-RECONNECT",
+            "4.x HAService.HAClient.run (closeMaster, then the loop's next connectMaster at once; "
+            "waitForRunning(1000 * 5) only when connectMaster fails)",
+            "synthetic (the 5 s wait of a failed connect applied after a closed connection too)",
+            "A 4.x slave whose connection to its master closed waits 5 s before connecting again, instead of "
+            "connecting at once: after every reset or master restart its replication resumes 5 s late, and a "
+            "SYNC_MASTER's puts meanwhile find no slave.", kind="fidelity",
             needs=(("cluster", "mode", "legacy"), ("cluster", "brokers", 2))),
         Bug(LOCAL_SHRINK_ON_DISCONNECT, "SYNC-NO-ACK-LOSS",
             "AutoSwitchHAService.removeConnection",

@@ -295,9 +295,13 @@ class BrkPoint(TypedDict):
 
 
 class BrkControllerUnreachable(TypedDict):
+    """``ReplicasManager.scanAvailableControllerAddresses`` removed ``address`` from the available controller
+    addresses: its reachability check got no connection (``waited``: ms from the check's start to its failure)."""
+
     k: Literal["brk.controller-unreachable"]
     n: NotRequired[str]
     address: str
+    waited: int
 
 
 # ---------------------------------------------------------------------------------------------------- store
@@ -448,9 +452,21 @@ class HaConnClosed(TypedDict):
 
 
 class HaClientClose(TypedDict):
+    """A slave's HA client closed its connection to the master, or found it closed (``connection closed``)."""
+
     k: Literal["ha.client-close"]
     n: NotRequired[str]
     reason: str
+
+
+class HaClientConnect(TypedDict):
+    """A 4.x slave's HA client began a connect to its master's HA address (``HAClient.connectMaster``), or
+    (``failed``) learnt that it failed."""
+
+    k: Literal["ha.client-connect"]
+    n: NotRequired[str]
+    addr: str
+    failed: NotRequired[bool]
 
 
 class HaClientHousekeeping(TypedDict):
@@ -626,6 +642,7 @@ NodeObservation = (
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
     | HaAccept | HaTransfer | HaSlaveAppend | HaHandshakeDone | HaTruncate | HaTruncateUnaligned
     | HaNoConsistentPoint | HaEpochAppend | HaExpand | HaShrink | HaLocalShrink | HaConnClosed | HaClientClose
+    | HaClientConnect
     | HaClientHousekeeping | HaFrameError | HaNoEpochForOffset | HaNoEpochEntry | HaNoNextEpoch
     | NsRegister | NsReject | ClientSend | ClientSendResult | ClientSeen | AdminResult
 )
@@ -646,7 +663,7 @@ ObsKind = Literal[
     "store.dispatch", "store.truncated", "store.truncate-invalid",
     "ha.accept", "ha.transfer", "ha.slave-append", "ha.handshake-done", "ha.truncate", "ha.truncate-unaligned",
     "ha.no-consistent-point", "ha.epoch-append", "ha.expand", "ha.shrink", "ha.local-shrink", "ha.conn-closed",
-    "ha.client-close",
+    "ha.client-close", "ha.client-connect",
     "ha.client-housekeeping", "ha.frame-error", "ha.no-epoch-for-offset", "ha.no-epoch-entry", "ha.no-next-epoch",
     "ns.register", "ns.reject", "client.send", "client.send-result", "client.seen", "admin.result",
     "sim.crash", "net.drop", "net.unknown-destination", "ctl.state", "brk.state",

@@ -5,7 +5,9 @@ Everything that decides 4.x replication and its put acknowledgement lives here.
 Rules:
 
 * Fixed roles: the slave connects to the master's HA address and reports its max offset in an 8-byte frame,
-  after every batch it appends and at least every ``haSendHeartbeatInterval`` (5 s).
+  after every batch it appends and at least every ``haSendHeartbeatInterval`` (5 s). A closed connection is
+  connected again at once (``HAClient.run``: ``closeMaster``, then the loop's next ``connectMaster``); only a failed
+  connect (or a push it cannot parse: the loop's catch) waits 5 s.
 * The master's connection starts at the slave's first report (0 means the start of the master's last
   file) and pushes ``<phyOffset:i64><bodySize:i32><body>`` batches of at most 32 KiB; idle for 5 s, an empty
   batch. No epochs, no truncation: a slave whose max differs from a batch's offset drops the connection.
@@ -24,6 +26,8 @@ from __future__ import annotations
 
 import struct
 from typing import TYPE_CHECKING, Any
+
+from .. import bugs as B
 
 if TYPE_CHECKING:
     from ..broker.legacy import LegacyBrokerNode
@@ -186,11 +190,14 @@ class LegacyClient:
         self.timer = self.host.after(delay, self._loop)
 
     def _loop(self) -> None:
+        """``HAClient.run``, one round: ``connectMaster`` when it has no connection (a failed connect waits 5 s:
+        ``on_connect_result``), else the report and housekeeping of its loop."""
         self.timer = None
         now = self.host.now
         cfg = self.host.store_cfg
         if self.conn is None:
             if self.token is None:
+                self.host.emit({"k": "ha.client-connect", "addr": self.addr})
                 self.token = self.host.ha_connect(self.addr)
             return
         if now - self.last_write > cfg.ha_send_heartbeat_interval:
@@ -206,6 +213,7 @@ class LegacyClient:
             return
         self.token = None
         if conn is None:
+            self.host.emit({"k": "ha.client-connect", "addr": self.addr, "failed": True})
             self._schedule(5000)
             return
         self.conn = conn
@@ -228,7 +236,7 @@ class LegacyClient:
         try:
             pushes = self.decoder.feed(data)
         except LegacyFrameError as exc:
-            self._close(str(exc))
+            self._close(f"bad frame: {exc}", 5000)  # the loop's catch (Exception): waitForRunning(1000 * 5)
             return
         store = self.host.store
         for off, body in pushes:
@@ -242,17 +250,21 @@ class LegacyClient:
         if store.max_phy_offset > self.reported:
             self._report()
 
-    def _close(self, reason: str) -> None:
+    def _close(self, reason: str, wait: int = 0) -> None:
+        """``closeMaster``; the loop goes on to ``connectMaster`` at once (``continue``), or after ``wait``."""
         if self.conn is not None:
             self.host.emit({"k": "ha.client-close", "reason": reason})
             self.host.ha_close(self.conn)
             self.conn = None
-        self._schedule(5000)
+        self._schedule(wait)
 
     def on_closed(self) -> None:
+        """The master closed the stream: the read returns -1, ``processReadEvent`` false, ``closeMaster`` and the
+        loop's ``continue`` to ``connectMaster``."""
         if self.conn is not None:
             self.conn = None
-            self._schedule(5000)
+            self.host.emit({"k": "ha.client-close", "reason": "connection closed"})
+            self._schedule(5000 if B.LEGACY_RECONNECT_WAITS in self.host.bugs else 0)
 
     def status(self) -> dict[str, Any]:
         return {"connected": self.conn is not None, "reported": self.reported}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
-from ..observations import BrkAppend, BrkRole, BrkSss, CtlApply
+from ..observations import BrkAppend, BrkControllerUnreachable, BrkRole, BrkSss, CtlApply
 from .context import Context, RolePending
 from .registry import Violated, invariant, violated
 
@@ -129,3 +129,29 @@ def _note_election(ctx: Context, obs: CtlApply) -> Violated | None:
         bound = role_bound(node.replicas.cfg.rpc_timeout, world.net_delay)
         ctx.role_pending.append(RolePending(name, world.inc[name], epoch, world.now, world.now + bound))
     return None
+
+
+CONNECT_TIMEOUT_MILLIS = 3000
+"""``NettySystemConfig.connectTimeoutMillis`` (system property ``com.rocketmq.remoting.client.connect.timeout``,
+default 3000): ``NettyClientConfig.connectTimeoutMillis``, set as the bootstrap's ``CONNECT_TIMEOUT_MILLIS``, so a
+connect that gets no answer fails after it."""
+
+
+@invariant("BRK-REACHABLE-TIMEOUT", layer="broker", on=("brk.controller-unreachable",),
+           source="ReplicasManager.scanAvailableControllerAddresses -> BrokerOuterAPI.checkAddressReachable -> "
+                  "NettyRemotingClient.isAddressReachable (getAndCreateChannel: awaitUninterruptibly on a connect "
+                  "bounded by NettyClientConfig.connectTimeoutMillis = NettySystemConfig.connectTimeoutMillis, 3000)",
+           exceptions="a paused broker sees its timeout late (its thread does not run); RocketMQ fails at once on a "
+                      "refused connect (the host up, nothing listening) and answers reachable at once over a channel "
+                      "already open, which the kit does not model: it asks the address every scan and takes an "
+                      "unanswered check as the unreachable case")
+def reachable_timeout(ctx: Context, obs: BrkControllerUnreachable) -> Violated | None:
+    """A broker removes a controller address from its available addresses only when the reachability check of its
+    scan got no connection for exactly the connect timeout (``CONNECT_TIMEOUT_MILLIS``, 3 s): never sooner, and later
+    only while the broker was paused."""
+    waited, name = obs["waited"], obs.get("n", "")
+    if waited == CONNECT_TIMEOUT_MILLIS or (waited > CONNECT_TIMEOUT_MILLIS and ctx.world.is_paused(name)):
+        return None
+    return violated(f"{name} dropped controller {obs['address']} from its available addresses after its "
+                    f"reachability check waited {waited} ms; RocketMQ's connect gives up after "
+                    f"connectTimeoutMillis ({CONNECT_TIMEOUT_MILLIS} ms)", obs=obs)

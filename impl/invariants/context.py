@@ -118,6 +118,9 @@ class Context:
         self.ha_accepted: dict[str, int] = {}
         self.wakeup_pending: dict[str, tuple[int, str]] = {}
         self.legacy_appends: list[tuple[int, int]] = []  # 4.x: (time, end) of each put the master wrote, in order
+        # HA-LEGACY-RECONNECT: per 4.x slave, what its HA client's next connect follows (incarnation, when, the wait
+        # RocketMQ's loop takes then, what happened)
+        self.legacy_reconnect: dict[str, tuple[int, int, int, str]] = {}
         self.dispatched_in_step: list[StoreDispatch] = []  # the step's store.dispatch observations
         # QUEUE-CONFIRMED-DISPATCHED: per broker, its reput end's changes (incarnation, time, value), from the last one
         # at or before the settle time ago on (recorded by the checker for every broker a step touched)

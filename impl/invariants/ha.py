@@ -9,7 +9,16 @@ import itertools
 from ..broker.broker import BrokerNode
 from ..codes import HAConnectionState
 from ..ha.client import RETRY_WAIT
-from ..observations import HaAccept, HaHandshakeDone, HaSlaveAppend, HaTransfer, HaTruncate, HaTruncateUnaligned
+from ..observations import (
+    HaAccept,
+    HaClientClose,
+    HaClientConnect,
+    HaHandshakeDone,
+    HaSlaveAppend,
+    HaTransfer,
+    HaTruncate,
+    HaTruncateUnaligned,
+)
 from ..store.offsets import base_of
 from .context import Context, LogView, PairCache
 from .registry import Violated, invariant, violated
@@ -259,3 +268,40 @@ def client_wakeup(ctx: Context, obs: HaAccept | None = None) -> Violated | None:
         if target is not None and not world.disturbed():
             ctx.wakeup_pending[b] = (world.now, addr)
     return None
+
+
+LEGACY_RETRY_WAIT = 5000
+"""4.x ``HAService.HAClient.run``: ``waitForRunning(1000 * 5)`` when ``connectMaster`` fails or the loop catches an
+exception."""
+
+
+@invariant("HA-LEGACY-RECONNECT", layer="ha", on=("ha.client-close", "ha.client-connect"),
+           source="4.x HAService.HAClient.run: a closed stream (processReadEvent false), a push at the wrong offset, "
+                  "a failed report or housekeeping -> closeMaster, and the loop's next round calls connectMaster at "
+                  "once; connectMaster false (the connect failed) or an exception -> waitForRunning(1000 * 5)",
+           exceptions="a paused slave (its thread does not run) connects late; a restarted slave is a new client (its "
+                      "first connect follows its start)")
+def legacy_reconnect(ctx: Context, obs: HaClientClose | HaClientConnect) -> Violated | None:
+    """A 4.x slave's HA client connects to its master again at once after its connection closed, and exactly 5 s
+    after a connect that failed (or a push it could not parse): ``HAClient.run`` waits only when ``connectMaster``
+    fails."""
+    world = ctx.world
+    if not world.legacy:
+        return None
+    name = obs.get("n", "")
+    inc, now = world.inc[name], world.now
+    if obs["k"] == "ha.client-close":
+        wait = LEGACY_RETRY_WAIT if obs["reason"].startswith("bad frame") else 0
+        ctx.legacy_reconnect[name] = (inc, now, wait, f"its connection closed ({obs['reason']})")
+        return None
+    if obs.get("failed"):
+        ctx.legacy_reconnect[name] = (inc, now, LEGACY_RETRY_WAIT, "its connect failed")
+        return None
+    prev = ctx.legacy_reconnect.pop(name, None)
+    if prev is None or prev[0] != inc:
+        return None
+    _, since, wait, what = prev
+    if now == since + wait or (now > since + wait and world.is_paused(name)):
+        return None
+    return violated(f"{name}'s HA client connected to {obs['addr']} {now - since} ms after {what} at {since} ms; "
+                    f"RocketMQ's HAClient.run connects again {wait} ms after that", obs=obs)

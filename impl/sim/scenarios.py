@@ -357,6 +357,17 @@ SCENARIOS: dict[str, Scenario] = {
                  story="A 4.x SYNC_MASTER and its slave, the producer sending every 400 ms on average. With the "
                        "switch a put no longer wakes the master's HA connection: it pushes on its heartbeat only, so "
                        "the slave lags its master by up to 5 s, far more than a replication round trip."),
+        Scenario(B.LEGACY_RECONNECT_WAITS, 1, 12000, [{"t": 5000, "do": "break-ha", "node": "b2"}],
+                 config={**LEGACY_SYNC, **QUIET}, fixes=B.FIXES_ALL,
+                 story="A 4.x pair; at 5 s the slave's HA connection is reset. RocketMQ's HAClient closes it and "
+                       "connects again in the same round of its loop; with the switch it first waits the 5 s of a "
+                       "failed connect."),
+        Scenario(B.REACHABLE_CHECK_GIVES_UP_EARLY, 1, 15000,
+                 [{"t": 5000, "do": "partition", "id": "p", "links": [["b1", "ctl3"], ["ctl3", "b1"]]}],
+                 config={**QUIET, "cluster": {"controllers": 3}}, fixes=B.FIXES_ALL,
+                 story="Three controllers; at 5 s broker b1 loses its links to ctl3. Its next scan of the controller "
+                       "addresses gets no connection to ctl3 and drops it after the connect timeout (3 s); with the "
+                       "switch it gives up after 1.5 s."),
         Scenario(B.HA_CLIENT_SPINS, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
                  story="A quiet run. Once the slaves' HA clients reach TRANSFER, each starts its next round at once: "
                        "timer after timer at the same millisecond, so the fault phase ends on its step limit and the "
