@@ -157,6 +157,11 @@ class AutoSwitchHAConnection:
                     self.next_transfer_from_where = store.commitlog.min_offset
             else:
                 self.next_transfer_from_where = self.slave_request_offset
+            self.host.emit({"k": "ha.transfer-start", "conn": self.conn, "slave": self.slave_id,
+                            "request": self.slave_request_offset, "lastFile": self.sync_from_last_file,
+                            "min": store.commitlog.min_offset, "max": store.max_phy_offset,
+                            "fileSize": self.service.store_cfg.mapped_file_size_commit_log,
+                            "position": self.next_transfer_from_where})
             entry = self.service.epoch_cache.find_epoch_entry_by_offset(self.next_transfer_from_where)
             if entry is None:  # "Failed to find an epochEntry to match nextTransferFromWhere"
                 self.host.emit({"k": "ha.no-epoch-for-offset", "conn": self.conn,

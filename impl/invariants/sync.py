@@ -136,8 +136,9 @@ def sss_holds_acked(ctx: Context) -> Violated | None:
             start = cached[1]
             if start == len(acked):
                 continue
+        first = base_of(disk.commitlog)
         for key in acked[start:]:
-            if key not in keys:
+            if key not in keys and not (first and ctx.before_log(key, first)):
                 return violated(f"SSS member {member} ({name}) lacks {key}, which was acknowledged PUT_OK "
                                 f"(controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})", key=key,
                                 member=name, broker=node.status() if node is not None else None)
@@ -201,7 +202,9 @@ def _set_lacks(ctx: Context, b: str, upto: int, what: str) -> Violated | None:
             continue
         key = (gen, mgen)
         cached = ctx.held.get((b, name))
-        lo = base
+        # a member whose log starts later (it synced from its master's last file: syncFromLastFile) holds nothing
+        # below its first offset, as a log whose first files expired: compared from there
+        lo = max(base, base_of(mdata))
         if cached is not None and cached.key == key:
             lo = max(lo, min(cached.verified, hi))
         if hi > lo and data[lo:hi] != mdata[lo:hi]:
