@@ -149,7 +149,7 @@ class AutoSwitchHAConnection:
         store = self.service.store
         if self.next_transfer_from_where == -1:
             if self.slave_request_offset == 0:
-                if self.sync_from_last_file:
+                if self.sync_from_last_file and B.LAST_FILE_FLAG_IGNORED not in self.service.bugs:
                     size = self.service.store_cfg.mapped_file_size_commit_log
                     master_max = store.max_phy_offset
                     self.next_transfer_from_where = max(store.commitlog.min_offset, master_max - master_max % size)
