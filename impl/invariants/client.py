@@ -63,6 +63,12 @@ def visible_bound(ctx: Context, obs: StoreDispatch) -> Violated | None:
     return None
 
 
+LAST_FILE_HISTORY = ("a message whose every copy in the set lies below the first offset of that log (a replica that "
+                     "joined with syncFromLastFile starts at its master's last commit-log file and never holds the "
+                     "earlier files: to it they are as expired files)")
+"""What the loss checks do not expect on a log (``Context.before_log``)."""
+
+
 def _master_epoch(node: object) -> int:
     return node.replicas.master_epoch if isinstance(node, BrokerNode) else 0
 
@@ -71,7 +77,7 @@ def _master_epoch(node: object) -> int:
            source="SYNC-ACK-ALL + CTL-CLEAN-ELECTION + controller SSS ⊆ ack set + SYNC-EXPAND-SAFE",
            exceptions="expected to fail with allAckInSyncStateSet=false (RocketMQ's default), with unclean election, "
                       "and when every ack holder loses its page cache (power loss); GAP-UNION is the prime suspect "
-                      "otherwise")
+                      "otherwise. Not expected on the master: " + LAST_FILE_HISTORY)
 def no_ack_loss(ctx: Context) -> Violated | None:
     """Every message a producer saw PUT_OK for is in the log of the master the controller has established (after
     any failover)."""
@@ -88,7 +94,8 @@ def no_ack_loss(ctx: Context) -> Violated | None:
 
 
 @invariant("SYNC-SEEN-NO-LOSS", layer="client", reads=("brokers", "controller", "history"),
-           source="confirmOffset (min over the SSS) + consumers read only the confirmed prefix")
+           source="confirmOffset (min over the SSS) + consumers read only the confirmed prefix",
+           exceptions="not expected on the master: " + LAST_FILE_HISTORY)
 def seen_no_loss(ctx: Context) -> Violated | None:
     """Every message a consumer received is in the log of the master the controller has established."""
     master = ctx.reference_master()

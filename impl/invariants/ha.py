@@ -110,7 +110,8 @@ def ack_bound(ctx: Context, b: str, log: LogView) -> Violated | None:
 
 @invariant("HA-LOG-MATCHING", layer="ha", reads=("brokers",),
            source="one master per epoch; AutoSwitchHAClient.doTruncate; EpochFileCache.appendEntry",
-           exceptions="the stale end after truncateSuffixByOffset; the #9689 quirk")
+           exceptions="the stale end after truncateSuffixByOffset; the #9689 quirk; a log that starts past the "
+                      "epoch's start (a replica that joined with syncFromLastFile) is compared from its first offset")
 def log_matching(ctx: Context) -> Violated | None:
     """If two replicas hold the same epoch entry (epoch, start), their logs are byte-identical from start to the
     smaller of the two ends of that epoch."""
