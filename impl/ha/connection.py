@@ -25,7 +25,8 @@ Rules:
   epoch's end, stalls the connection) are closed by ``fix-transfer-checks-log-end``: the connection closes
   instead, and the re-read ignores the end of an entry that is still the last.
 
-The invariants it keeps are HA-EPOCH-BOUNDARY and SYNC-EXPAND-SAFE (``impl/invariants/``).
+The invariants it keeps are HA-EPOCH-BOUNDARY, HA-TRANSFER-START (where the first transfer starts: the
+observation ``ha.transfer-start``) and SYNC-EXPAND-SAFE (``impl/invariants/``).
 """
 
 from __future__ import annotations
