@@ -37,6 +37,9 @@ stage                the same as
                      profile whose failover also leaves a slave on the replaced epoch when it next connects)
 ``new-replica:1``    ``rmqha simulate --profile new-replica --seed 1 --fix all`` (logs past 2^32, and a replica added
                      20 s in on a new store at offset 0: its first transfer starts at its master's min offset)
+``last-file:1``      ``rmqha simulate --profile last-file --seed 1 --fix all`` (a replica added 20 s in on a new
+                     store with syncFromLastFile, 8 KiB mapped files: its first transfer starts at the start of its
+                     master's last file, past the master's first offset)
 ``topic-sync:1``     the fidelity profile with every fix but ``fix-sync-deletes-only-missing`` (``WITHOUT_FIX``), as
                      RocketMQ 5.3.3 runs ``SlaveSynchronize.syncTopicConfig``: the delete loop over ``[workload]
                      other_topics`` runs at every slave's topic sync. That finding's known violation
@@ -96,10 +99,11 @@ DEFAULT_STAGES = (
     "adversarial:1-2",
     "fresh:6",
     "new-replica:1",
+    "last-file:1",
 )
 SIM_PROFILES = ("safe", "guards", "adversarial", "fidelity", "storage", "jraft", "jraft-ops", "ctl", "legacy-sync",
                 "legacy-async", "defaults", "power-loss", "large-logs", "fresh", "new-replica",
-                "topic-failover")
+                "last-file", "topic-failover")
 WITHOUT_FIX: dict[str, tuple[str, str]] = {"topic-sync": ("fidelity", "fix-sync-deletes-only-missing")}
 """Stages that run a profile with one finding's fix off (RocketMQ's own behaviour there), so that the code only the
 unfixed path runs is tested too; the invariant the fix names (its finding's known violation) is disabled in them."""

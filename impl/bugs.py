@@ -69,6 +69,7 @@ REGISTER_OMITS_TOPIC_CONFIG = "register-omits-topic-config"
 COVER_NARROWS_TOPIC = "cover-narrows-topic"
 REACHABLE_CHECK_GIVES_UP_EARLY = "reachable-check-gives-up-early"
 LEGACY_RECONNECT_WAITS = "legacy-reconnect-waits"
+LAST_FILE_FLAG_IGNORED = "last-file-flag-ignored"
 
 # upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
 LOCAL_SHRINK_ON_DISCONNECT = "local-shrink-on-disconnect"
@@ -418,6 +419,15 @@ BUGS: dict[str, Bug] = {
             "A reput pass that meets an end-of-file filler rolls to the next file and stops there: the messages of the "
             "new file wait for the next wake-up (the next append or confirmOffset change), in a quiet spell for "
             "good.", kind="fidelity", needs=(("sim", "file_boundaries", True),)),
+        Bug(LAST_FILE_FLAG_IGNORED, "HA-TRANSFER-START",
+            "AutoSwitchHAConnection.WriteSocketService.run (slaveRequestOffset 0 with isSyncFromLastFile: "
+            "nextTransferFromWhere := getMaxOffset - getMaxOffset % mappedFileSizeCommitLog)",
+            "synthetic (the master reads the slave's isSyncFromLastFile flag but starts an empty slave at its min "
+            "offset anyway)",
+            "A master starts the transfer to a slave with an empty log at its log's first offset although the slave's "
+            "handshake asked for the last commit-log file only (syncFromLastFile): the new replica copies the whole "
+            "history it was configured to skip, and joins the SyncStateSet that much later.", kind="fidelity",
+            needs=(("store", "syncFromLastFile", True),)),
         Bug(SLAVE_SKIPS_TOPIC_SYNC, "QUEUE-ACKED-READABLE",
             "SlaveSynchronize.syncTopicConfig (ReplicasManager.handleSlaveSynchronize, every 10 s)",
             "synthetic (a slave never copies the master's topic config)",

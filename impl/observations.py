@@ -360,6 +360,24 @@ class HaTransfer(TypedDict):
     max: int
 
 
+class HaTransferStart(TypedDict):
+    """A master's connection chose where its transfer to a slave starts (``position``: nextTransferFromWhere),
+    from the slave's first reported offset (``request``; 0: an empty log), the slave's handshake flag
+    isSyncFromLastFile (``lastFile``), and the master's log when it chose: its first offset (``min``), its end
+    (``max``) and its mapped-file size (``fileSize``)."""
+
+    k: Literal["ha.transfer-start"]
+    n: NotRequired[str]
+    conn: int
+    slave: int
+    request: int
+    lastFile: bool
+    min: int
+    max: int
+    fileSize: int
+    position: int
+
+
 class HaSlaveAppend(TypedDict):
     """A slave appended transferred bytes at ``offset`` (its log ended at ``max``)."""
 
@@ -640,7 +658,7 @@ NodeObservation = (
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
     | BrkControllerUnreachable | BrkPoint
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
-    | HaAccept | HaTransfer | HaSlaveAppend | HaHandshakeDone | HaTruncate | HaTruncateUnaligned
+    | HaAccept | HaTransfer | HaTransferStart | HaSlaveAppend | HaHandshakeDone | HaTruncate | HaTruncateUnaligned
     | HaNoConsistentPoint | HaEpochAppend | HaExpand | HaShrink | HaLocalShrink | HaConnClosed | HaClientClose
     | HaClientConnect
     | HaClientHousekeeping | HaFrameError | HaNoEpochForOffset | HaNoEpochEntry | HaNoNextEpoch
@@ -661,7 +679,8 @@ ObsKind = Literal[
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
     "brk.controller-unreachable", "brk.point",
     "store.dispatch", "store.truncated", "store.truncate-invalid",
-    "ha.accept", "ha.transfer", "ha.slave-append", "ha.handshake-done", "ha.truncate", "ha.truncate-unaligned",
+    "ha.accept", "ha.transfer", "ha.transfer-start", "ha.slave-append", "ha.handshake-done", "ha.truncate",
+    "ha.truncate-unaligned",
     "ha.no-consistent-point", "ha.epoch-append", "ha.expand", "ha.shrink", "ha.local-shrink", "ha.conn-closed",
     "ha.client-close", "ha.client-connect",
     "ha.client-housekeeping", "ha.frame-error", "ha.no-epoch-for-offset", "ha.no-epoch-entry", "ha.no-next-epoch",

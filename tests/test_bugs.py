@@ -50,6 +50,30 @@ def test_ha_contiguous_checker_catches_a_gap():
     assert sim.violation is not None and sim.violation.invariant == "HA-CONTIGUOUS"
 
 
+@pytest.mark.parametrize(("request_offset", "last_file", "lo", "good", "bad"), [
+    (5000, False, 0, 5000, 4096),  # a slave that holds a log: where its first report says it ends
+    (5000, True, 0, 5000, 4096),  # the flag matters only to an empty slave
+    (0, False, 100, 100, 8192),  # an empty slave without the flag: the master's first offset
+    (0, True, 0, 16384, 0),  # with it: the start of the last file (log end 20000, 8 KiB files)
+    (0, True, 18000, 18000, 16384),  # a based log whose first offset lies inside that file: no lower than it
+])
+def test_ha_transfer_start_checker(request_offset, last_file, lo, good, bad):
+    """HA-TRANSFER-START on each branch of WriteSocketService.run's start: the right position holds, another fails."""
+    from rmqha.impl.sim.config import default_config
+    from rmqha.impl.sim.world import Simulation
+
+    def obs(position):
+        return {"k": "ha.transfer-start", "n": "b1", "conn": 1, "slave": 2, "request": request_offset,
+                "lastFile": last_file, "min": lo, "max": 20000, "fileSize": 8192, "position": position}
+
+    sim = Simulation(default_config("safe"), 1, schedule=[], max_time=1)
+    checker = Checker(sim)
+    checker.after_step([obs(good)])
+    assert sim.violation is None
+    checker.after_step([obs(bad)])
+    assert sim.violation is not None and sim.violation.invariant == "HA-TRANSFER-START"
+
+
 def test_ha_truncate_prefix_checker_catches_a_point_past_the_log_end():
     """consistent-point-uses-max's other shape: max() of the two ends of the shared epoch is past the slave's own
     log, which truncates nothing and then reports that point as acked. The bytes it holds still match, so the

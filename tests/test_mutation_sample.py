@@ -78,6 +78,12 @@ MUTANTS: list[Mutant] = [
            "fresh:6", "LIVE-HA-TRANSFER",
            "EpochFileCache.findConsistentPoint with fix-epoch-eq-replaces-empty-epoch: a slave's entry its master "
            "replaced (a failover on empty logs) is consistent up to its start"),
+    Mutant("m8c0e03d", "impl/ha/connection.py",
+           "master_max - master_max % size)",
+           "master_max - master_max ** size)",
+           "last-file:1", "HA-TRANSFER-START",
+           "AutoSwitchHAConnection.WriteSocketService.run: with isSyncFromLastFile an empty slave (request offset 0) "
+           "starts at the start of its master's last commit-log file, max - max % mappedFileSizeCommitLog"),
     # Not from the measured sample: its controller mutants were killed by crashes or by conformance only
     # (docs/mutation.md); this one is hand-made, and killed by the same campaign.
     Mutant("hand-unclean-flag", "impl/controller/replicas_info.py",

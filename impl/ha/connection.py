@@ -25,7 +25,8 @@ Rules:
   epoch's end, stalls the connection) are closed by ``fix-transfer-checks-log-end``: the connection closes
   instead, and the re-read ignores the end of an entry that is still the last.
 
-The invariants it keeps are HA-EPOCH-BOUNDARY and SYNC-EXPAND-SAFE (``impl/invariants/``).
+The invariants it keeps are HA-EPOCH-BOUNDARY, HA-TRANSFER-START (where the first transfer starts: the
+observation ``ha.transfer-start``) and SYNC-EXPAND-SAFE (``impl/invariants/``).
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class AutoSwitchHAConnection:
         store = self.service.store
         if self.next_transfer_from_where == -1:
             if self.slave_request_offset == 0:
-                if self.sync_from_last_file:
+                if self.sync_from_last_file and B.LAST_FILE_FLAG_IGNORED not in self.service.bugs:
                     size = self.service.store_cfg.mapped_file_size_commit_log
                     master_max = store.max_phy_offset
                     self.next_transfer_from_where = max(store.commitlog.min_offset, master_max - master_max % size)
@@ -157,6 +158,11 @@ class AutoSwitchHAConnection:
                     self.next_transfer_from_where = store.commitlog.min_offset
             else:
                 self.next_transfer_from_where = self.slave_request_offset
+            self.host.emit({"k": "ha.transfer-start", "conn": self.conn, "slave": self.slave_id,
+                            "request": self.slave_request_offset, "lastFile": self.sync_from_last_file,
+                            "min": store.commitlog.min_offset, "max": store.max_phy_offset,
+                            "fileSize": self.service.store_cfg.mapped_file_size_commit_log,
+                            "position": self.next_transfer_from_where})
             entry = self.service.epoch_cache.find_epoch_entry_by_offset(self.next_transfer_from_where)
             if entry is None:  # "Failed to find an epochEntry to match nextTransferFromWhere"
                 self.host.emit({"k": "ha.no-epoch-for-offset", "conn": self.conn,

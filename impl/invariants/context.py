@@ -228,6 +228,19 @@ class Context:
             return node.store.commitlog.whole_end()
         return CommitLog(self.world.disks[broker]).whole_end()
 
+    def before_log(self, key: str, first: int) -> bool:
+        """Every copy of message ``key`` the set's brokers hold lies below ``first``, the first offset of a log that
+        starts past its master's: a replica that joined with an empty store and syncFromLastFile, which
+        AutoSwitchHAConnection (WriteSocketService.run, a slave request offset of 0) starts at the start of its
+        master's last commit-log file. It never held the earlier files: to it they are as expired files (the
+        setting's trade), and the loss checks do not expect them on it."""
+        world = self.world
+        copies: list[int] = []
+        for name in world.brokers:
+            node = world.broker(name)
+            copies += (node.store.commitlog.keys if node is not None else self.disk_keys(name)).get(key, [])
+        return bool(copies) and max(copies) < first
+
     def disk_keys(self, name: str) -> dict[str, list[int]]:
         """The message keys in a down broker's files, and where each copy starts."""
         disk = self.world.disks[name]

@@ -16,6 +16,7 @@ from ..observations import (
     HaHandshakeDone,
     HaSlaveAppend,
     HaTransfer,
+    HaTransferStart,
     HaTruncate,
     HaTruncateUnaligned,
 )
@@ -56,6 +57,32 @@ def epoch_boundary(ctx: Context, obs: HaTransfer) -> Violated | None:
     return None
 
 
+@invariant("HA-TRANSFER-START", layer="ha", on=("ha.transfer-start",),
+           source="AutoSwitchHAConnection.WriteSocketService.run (TRANSFER, nextTransferFromWhere == -1: the slave's "
+                  "slaveRequestOffset, or for 0 with isSyncFromLastFile CommitLog.getMaxOffset minus its remainder by "
+                  "mappedFileSizeCommitLog, else CommitLog.getMinOffset)",
+           exceptions="the kit's logs that start inside a mapped file ([sim] base_offset; RocketMQ's getMinOffset is a "
+                      "file start, never above the last file's): there the last file's start is taken no lower than "
+                      "the log's first offset")
+def transfer_start(ctx: Context, obs: HaTransferStart) -> Violated | None:
+    """A master starts its transfer to a slave where the slave's first report says its log ends; a slave with an
+    empty log (it reports 0) gets the master's log from a file start: with syncFromLastFile, the start of the
+    master's last commit-log file (the file its log end falls in), else the log's first offset."""
+    request, position = obs["request"], obs["position"]
+    if request != 0:
+        want, why = request, "where the slave's first report says its log ends"
+    elif obs["lastFile"]:
+        end, size = obs["max"], obs["fileSize"]
+        want = max(obs["min"], end - end % size)
+        why = f"the start of the master's last commit-log file (log end {end}, files of {size} bytes)"
+    else:
+        want, why = obs["min"], "the master's first log offset (the slave asked for no last-file sync)"
+    if position != want:
+        return violated(f"connection {obs['conn']} to slave {obs['slave']} (first report {request}) starts its "
+                        f"transfer at {position}, not at {want}: {why}", obs=obs)
+    return None
+
+
 @invariant("HA-CONTIGUOUS", layer="ha", on=("ha.slave-append",),
            source="AutoSwitchHAClient.HAClientReader (TRANSFER offset check)")
 def contiguous(ctx: Context, obs: HaSlaveAppend) -> Violated | None:
@@ -85,7 +112,8 @@ def ack_bound(ctx: Context, b: str, log: LogView) -> Violated | None:
 
 @invariant("HA-LOG-MATCHING", layer="ha", reads=("brokers",),
            source="one master per epoch; AutoSwitchHAClient.doTruncate; EpochFileCache.appendEntry",
-           exceptions="the stale end after truncateSuffixByOffset; the #9689 quirk")
+           exceptions="the stale end after truncateSuffixByOffset; the #9689 quirk; a log that starts past the "
+                      "epoch's start (a replica that joined with syncFromLastFile) is compared from its first offset")
 def log_matching(ctx: Context) -> Violated | None:
     """If two replicas hold the same epoch entry (epoch, start), their logs are byte-identical from start to the
     smaller of the two ends of that epoch."""
@@ -116,9 +144,11 @@ def log_matching(ctx: Context) -> Violated | None:
                 hi = min(end_a, end_b)
                 ckey = (a, bname, epoch, start)
                 cached = ctx.pairs.get(ckey)
-                lo = start
+                # a log that starts past the epoch's start (a replica that synced from its master's last file:
+                # AutoSwitchHAConnection's syncFromLastFile) holds nothing before its first offset to compare
+                lo = max(start, base_of(da), base_of(db))
                 if cached is not None and cached.key == gens:
-                    lo = max(start, min(cached.verified, hi))
+                    lo = max(lo, min(cached.verified, hi))
                 if hi > lo and da[lo:hi] != db[lo:hi]:
                     at = next(j for j in range(lo, hi) if da[j] != db[j])
                     ctx.pair_fp.pop((a, bname), None)  # re-checked (and reported) on the next pass
@@ -174,8 +204,10 @@ def truncate_prefix(ctx: Context, obs: HaTruncate | HaHandshakeDone) -> Violated
     n = slave.store.max_phy_offset
     mdata = master.store.commitlog.data
     sdata = slave.store.commitlog.data
-    if len(mdata) < n or mdata[:n] != sdata[:n]:
-        first = max(base_of(mdata), base_of(sdata))  # logs past offset 0 ([sim] base_offset) index from their base
+    # logs past offset 0 ([sim] base_offset, or a slave that synced from its master's last file: syncFromLastFile)
+    # index from their base, and are compared from the later one
+    first = max(base_of(mdata), base_of(sdata))
+    if len(mdata) < n or mdata[first:n] != sdata[first:n]:
         diverge = next((i for i in range(first, min(n, len(mdata))) if mdata[i] != sdata[i]), min(n, len(mdata)))
         return violated(f"after the handshake {obs.get('n')} holds {n} bytes but they differ from {peer}'s log at "
                         f"byte {diverge} (its log has {len(mdata)})", obs=obs)

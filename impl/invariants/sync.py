@@ -10,6 +10,7 @@ from ..broker.broker import BrokerNode
 from ..codes import BrokerRole
 from ..observations import BrkAlter, BrkPutResult, CtlApply, HaConnClosed, HaExpand
 from ..store.offsets import base_of
+from .client import LAST_FILE_HISTORY
 from .context import Context, HeldCache, SetMembers, ShrinkPending
 from .registry import Violated, invariant, violated
 
@@ -108,7 +109,8 @@ def confirm_bound(ctx: Context) -> Violated | None:
 
 @invariant("SYNC-SSS-HOLDS-ACKED", layer="sync", reads=("brokers", "controller", "history"),
            source="AutoSwitchHAService.maybeExpandInSyncStateSet + ReplicasInfoManager.alterSyncStateSet fencing",
-           exceptions="as SYNC-NO-ACK-LOSS (this is what makes a clean election safe)")
+           exceptions="as SYNC-NO-ACK-LOSS (this is what makes a clean election safe); not expected on a member: "
+                      + LAST_FILE_HISTORY)
 def sss_holds_acked(ctx: Context) -> Violated | None:
     """Every member of the controller's SyncStateSet holds every message a producer saw PUT_OK for."""
     world = ctx.world
@@ -136,8 +138,9 @@ def sss_holds_acked(ctx: Context) -> Violated | None:
             start = cached[1]
             if start == len(acked):
                 continue
+        first = base_of(disk.commitlog)
         for key in acked[start:]:
-            if key not in keys:
+            if key not in keys and not (first and ctx.before_log(key, first)):
                 return violated(f"SSS member {member} ({name}) lacks {key}, which was acknowledged PUT_OK "
                                 f"(controller SSS {sorted(info.sync_state_set)}, mE {info.master_epoch})", key=key,
                                 member=name, broker=node.status() if node is not None else None)
@@ -149,7 +152,8 @@ def sss_holds_acked(ctx: Context) -> Violated | None:
 
 _SET_EXCEPTIONS = ("allAckInSyncStateSet=false (a master confirms its own max offset) and unclean election (a master "
                    "from outside the SyncStateSet): the expected losses; a power loss on a member can lose "
-                   "page-cache bytes it had acked")
+                   "page-cache bytes it had acked; a member's log that starts later (syncFromLastFile) is compared "
+                   "from its first offset")
 
 
 def _set_members(ctx: Context) -> SetMembers | None:
@@ -201,7 +205,9 @@ def _set_lacks(ctx: Context, b: str, upto: int, what: str) -> Violated | None:
             continue
         key = (gen, mgen)
         cached = ctx.held.get((b, name))
-        lo = base
+        # a member whose log starts later (it synced from its master's last file: syncFromLastFile) holds nothing
+        # below its first offset, as a log whose first files expired: compared from there
+        lo = max(base, base_of(mdata))
         if cached is not None and cached.key == key:
             lo = max(lo, min(cached.verified, hi))
         if hi > lo and data[lo:hi] != mdata[lo:hi]:

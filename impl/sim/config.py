@@ -275,6 +275,13 @@ PROFILES: dict[str, dict[str, dict[str, Any]]] = {
     "fresh": {"store": {"allAckInSyncStateSet": True}, "workload": {"produce_start": 30_000}},
     # large-logs, with a replica added 20 s in: its empty store starts at 0, its master's log past 2^32
     "new-replica": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536, "join_at": 20_000}},
+    # safe, with a replica added 20 s in on a new store that asks for its master's last commit-log file only
+    # (syncFromLastFile: AutoSwitchHAConnection starts an empty slave at max - max % mappedFileSizeCommitLog), in
+    # 8 KiB mapped files whose ends take fillers (a file start is a message start, as in RocketMQ), so the master's
+    # log has left its first file by then: the new replica's log starts past its master's, without the older files
+    "last-file": {"store": {"allAckInSyncStateSet": True, "syncFromLastFile": True,
+                            "mappedFileSizeCommitLog": 8 * 1024},
+                  "sim": {"file_boundaries": True, "join_at": 20_000}},
     # safe, with logs that start 64 KiB below 2^32: every offset past 2^31, and 2^32 crossed (part 7)
     "large-logs": {"store": {"allAckInSyncStateSet": True}, "sim": {"base_offset": 2**32 - 65536}},
     "legacy-sync": {"cluster": {"mode": "legacy", "brokers": 2}, "store": {"brokerRole": "SYNC_MASTER"}},

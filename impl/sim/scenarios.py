@@ -243,6 +243,14 @@ SCENARIOS: dict[str, Scenario] = {
                  story="16 KiB mapped files; forty 500-byte messages fill the first one and go on in the second. The "
                        "reput rolls over the first file's filler and ends its pass there; no put follows, so the "
                        "messages of the second file wait undispatched although confirmed."),
+        Scenario(B.LAST_FILE_FLAG_IGNORED, 1, 40000,
+                 [{"t": 9000, "do": "produce", "count": 40, "size": 500}, {"t": 20000, "do": "restart", "node": "b3"}],
+                 config={"store": {"mappedFileSizeCommitLog": 8192}, "sim": {"file_boundaries": True,
+                                                                             "join_at": 20000}, **QUIET},
+                 fixes=B.FIXES_ALL,
+                 story="8 KiB mapped files; forty 500-byte messages take the master past two of them. b3 joins 20 s "
+                       "in on a new store with syncFromLastFile and reports 0: its master must start the transfer "
+                       "at the start of its last file (16 KiB), and starts it at 0."),
         Scenario(B.JRAFT_APPLY_LOCAL_TIME, 1, 40000,
                  [{"t": 14000, "do": "slow-apply", "node": "ctl1", "extra": 12000, "duration": 30000},
                   {"t": 15000, "do": "crash", "node": "b1"}],
