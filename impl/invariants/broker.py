@@ -74,7 +74,8 @@ def role_bound(rpc_timeout: int, net_delay: int) -> int:
                       "already at the election's masterEpoch; a fault acted or was in force between the election "
                       "and the bound (a member may then learn its role from schedulingSyncBrokerMetadata only); an "
                       "election logged in an older term of the controller group and committed by a later leader "
-                      "(its request failed with its leader's term: nobody notifies)")
+                      "(its request failed with its leader's term: nobody notifies), or by an earlier process of the "
+                      "controller that applies it (its request died with that process)")
 def role_latency(ctx: Context, obs: CtlApply | BrkRole) -> Violated | None:
     """After the controller applies a successful election, every broker of the set that runs, is RUNNING and that
     the controller held alive (and the broker that asked for it) takes a role at the election's masterEpoch or a
@@ -110,6 +111,12 @@ def _note_election(ctx: Context, obs: CtlApply) -> Violated | None:
     if "term" in obs and ctl.repl is not None and obs["term"] < ctl.repl.state.term:
         # logged by a leader of an older term and committed by a later one: the request that logged it failed at its
         # leader when that leader lost its term (DLedger's pending append futures, JRaft's closures), so no
+        # ControllerManager notifies anyone; the members learn the role from schedulingSyncBrokerMetadata
+        return None
+    validated = obs["ctx"].get("validatedAt")
+    if isinstance(validated, int) and world.started_at.get(obs.get("n", ""), 0) > validated:
+        # logged by an earlier process of this controller and committed by this one after its restart: the request
+        # that logged it died with that process (its connection closed, its future never completed), so no
         # ControllerManager notifies anyone; the members learn the role from schedulingSyncBrokerMetadata
         return None
     epoch = after.get("masterEpoch")

@@ -39,6 +39,7 @@ class ClusterView(Protocol):
     touched: set[str]  # nodes that handled something in the step
     acted: bool  # a fault action ran in the step
     inc: dict[str, int]  # node -> incarnation (restarts so far)
+    started_at: dict[str, int]  # node -> when its current process started (ms)
     disks: dict[str, BrokerDisk]  # what each broker has on disk (kept across crashes)
 
     @property

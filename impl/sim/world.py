@@ -216,6 +216,7 @@ class Simulation(WorldView):
         self.ctl_commit_mark: dict[str, int] = {}  # a crashed controller node's commit position (JRaft leaders)
         self.nodes: dict[str, Actor | None] = {}
         self.inc: dict[str, int] = {n: 0 for n in self.all_nodes}
+        self.started_at: dict[str, int] = {}  # when each node's current process started
         self.up: dict[str, bool] = {n: False for n in self.all_nodes}
         self.paused: dict[str, list[tuple[Any, ...]]] = {}
         self.listen_port: dict[str, int] = {}  # broker -> its listenPort, when a restart moved it (move-broker)
@@ -279,6 +280,7 @@ class Simulation(WorldView):
         node = self._make(name)
         self.nodes[name] = node
         self.up[name] = True
+        self.started_at[name] = self.now
         node.now = self.now
         if self.traps and isinstance(node, BrokerNode):
             self._arm_points(name, node)
