@@ -21,6 +21,7 @@ from ..controller.replicas_info import SyncStateInfo
 from .context import Context
 from .registry import Violated, invariant, violated
 from .settle import (
+    IDLE_WAKEUPS,
     Settle,
     address_terms,
     catchup_terms,
@@ -554,3 +555,35 @@ def time_advances(ctx: Context) -> Violated | None:
     return violated(f"the settle tail took {steps} steps while simulated time went from t={start} to t={end} ms, "
                     "short of its progress checks: a busy loop (timers firing while time stands still or crawls)",
                     steps=steps, start=start, reached=end)
+
+
+@invariant("LIVE-IDLE-WAKEUPS", layer="broker", at_run_end=True,
+           source="a RocketMQ service thread with nothing to do waits for its period before it looks again "
+                  "(ServiceThread.waitForRunning or a select timeout: GroupTransferService 10 ms, the 4.x and 5.x "
+                  "HA connections' WriteSocketService 100 ms, HAClient / AutoSwitchHAClient 1 s, "
+                  "AcceptSocketService 1 s, DLedger heartbeat 500 ms, the scheduled executors 1 s and more; "
+                  "haSendHeartbeatInterval 5 s and haHousekeepingInterval 20 s for the HA deadlines), so no service "
+                  "wakes idle more than 1000 / 10 = 100 times in a second (settle.IDLE_WAKEUPS)",
+           exceptions="ReputMessageService (Thread.sleep(1) between its passes: settle.POLLING); the fault phase and "
+                      "the tail before its heal point (faults, and the recovery they cause, are not quiet); runs "
+                      "without a settle tail, or whose tail ended unhealed")
+def idle_wakeups(ctx: Context) -> Violated | None:
+    """After the heal point no service of a process wakes up with nothing to do (a timer that fires and leaves only
+    timers behind: no message, no HA write, no observation) more than ``IDLE_WAKEUPS`` (100) times in one simulated
+    second: a process that keeps waking for nothing (a deadline not advanced, a wait that is never armed for its
+    period, timers that multiply) is caught in the quiet tail even when it costs too few steps to exhaust the tail's
+    budget (LIVE-TIME-ADVANCES).
+
+    Counted per service (the object a timer callback belongs to, and the callback) and per second from the heal
+    point, by the simulator (``Tail.idle_wakeup``), which ends the tail at the first service over the bound. A
+    per-process bound would have to allow ReputMessageService's 1 ms poll and could not see a 1 ms loop beside it.
+    Measured healthy maxima (every fix on; the quiet tails of the campaign's DEFAULT_STAGES, of seeds 1-40 of the
+    defaults, fidelity, legacy-sync and legacy-async profiles, and of topic-failover 1-4, large-logs 1-3, power-loss
+    1-3): MEASURED. The bound is BOUNDX above the highest."""
+    breach = ctx.world.tail_idle()
+    if breach is None:
+        return None
+    node, service, wakes, start = breach
+    return violated(f"{node}'s {service} woke up with nothing to do {wakes} times in the quiet second from t={start} "
+                    f"ms (at most {IDLE_WAKEUPS}: RocketMQ's services wait 10 ms or more when idle)",
+                    node=node, service=service, wakeups=wakes, second=start)

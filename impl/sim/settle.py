@@ -24,10 +24,11 @@ Everything here is a function of the heap and the configuration, so the tail is 
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..invariants.registry import progress_invariants
-from ..invariants.settle import Settle, Timeouts, probe_gap, probe_start, total
+from ..invariants.settle import IDLE_WAKEUPS, IDLE_WINDOW, POLLING, Settle, Timeouts, probe_gap, probe_start, total
 from .actions import Action
 from .clients import ProducerNode
 from .config import Config
@@ -89,6 +90,9 @@ class Tail:
         self.last_check = -1
         self.steps_from, self.time_from = sim.step, sim.now
         self.ended = False  # the tail ended itself: not healed, or its last progress check ran
+        # LIVE-IDLE-WAKEUPS: (node, service object, callback) -> [window, idle wake-ups in it, the service object]
+        self._idle: dict[tuple[str, int, str], list[Any]] = {}
+        self.idle_breach: tuple[str, str, int, int] | None = None  # (node, callback, wake-ups, window start)
 
     def start(self) -> None:
         """The fault phase has ended at ``end`` (every event up to it has run): no new fault from now on."""
@@ -163,6 +167,24 @@ class Tail:
             sim.max_steps = sim.step  # the last check: the run ends with this step
             self.ended = True
 
+    def idle_wakeup(self, node: str, fn: Callable[[], None]) -> None:
+        """After the heal point, a timer of ``node`` ran ``fn`` and the process did nothing but arm timers: one idle
+        wake-up of the service ``fn`` belongs to (the object its bound method is of, or the node's for a timer with
+        arguments), in the quiet second (``IDLE_WINDOW``) it fell in. Past ``IDLE_WAKEUPS`` of one service in one
+        second (a ``POLLING`` one excepted) the tail ends here, for LIVE-IDLE-WAKEUPS to report."""
+        assert self.settle is not None
+        owner, name = _service(fn)
+        window = (self.sim.now - self.settle.heal) // IDLE_WINDOW
+        key = (node, id(owner), name)
+        seen = self._idle.get(key)
+        if seen is None or seen[0] != window:
+            seen = self._idle[key] = [window, 0, owner]  # holds the object: its id names no other while counted
+        seen[1] += 1
+        if seen[1] > IDLE_WAKEUPS and name not in POLLING and self.idle_breach is None:
+            self.idle_breach = (node, name, seen[1], self.settle.heal + window * IDLE_WINDOW)
+            self.sim.max_steps = self.sim.step  # the run ends with this step
+            self.ended = True
+
     def stalled(self) -> tuple[int, int, int] | None:
         """After the tail ran: (steps, from, to) when it used its whole step budget (``TAIL_STEPS``) before its last
         progress check, simulated time going only from ``from`` (the tail's start) to ``to`` ms; None when it ended
@@ -171,6 +193,19 @@ class Tail:
         if self.ended or sim.violation is not None or sim.step < sim.max_steps:
             return None
         return sim.step - self.steps_from, self.time_from, sim.now
+
+
+def _service(fn: Callable[[], None]) -> tuple[object, str]:
+    """The object a timer callback belongs to and the callback's name: a bound method's own, or, for a timer armed
+    with arguments (``Actor.after``'s closure), the bound method it calls."""
+    owner = getattr(fn, "__self__", None)
+    if owner is None:
+        for cell in getattr(fn, "__closure__", None) or ():
+            inner = cell.cell_contents
+            if getattr(inner, "__self__", None) is not None:
+                fn, owner = inner, inner.__self__
+                break
+    return owner, getattr(fn, "__qualname__", type(fn).__name__)
 
 
 # heap event kinds of the simulator that the tail reads or adds (world.py owns the numbering)
