@@ -32,13 +32,14 @@ IDLE_WINDOW = 1000
 """LIVE-IDLE-WAKEUPS counts a service's idle wake-ups per quiet second (ms), from the heal point on."""
 
 IDLE_WAKEUPS = 100
-"""The most idle wake-ups one service of one process may make in a quiet second (``IDLE_WINDOW``): RocketMQ's
-shortest wait of a service thread with nothing to do, ReputMessageService's excepted (``POLLING``), is 10 ms
-(``GroupTransferService.run``: waitForRunning(10)); the others wait longer (the HA connections' write services
-waitForRunning(100) in 4.x and 5.x, the HA clients' 1 s select or waitForRunning(1000), the accept service's 1 s
-select, DLedger's 500 ms heartbeat, the scheduled executors' periods of 1 s and more). So 1000 / 10 = 100. The
-healthy maxima measured in the quiet tails of the mutation campaign's profiles and of seeds 1-40 of the default,
-fidelity, legacy-sync and legacy-async profiles (every fix on) are far below it: see LIVE-IDLE-WAKEUPS."""
+"""The most idle wake-ups one service of one process may make in a quiet second (``IDLE_WINDOW``). RocketMQ's
+shortest wait of a service thread with nothing to do, ReputMessageService's 1 ms excepted (``POLLING``), is 10 ms:
+``GroupTransferService.run`` (waitForRunning(10)), ``DefaultHAConnection.WriteSocketService.run`` before the slave's
+first report (Thread.sleep(10)), ``AutoSwitchHAConnection.WriteSocketService`` in HANDSHAKE (waitForRunning(10)).
+Every other one waits longer: the HA connections' write services with nothing to transfer 100 ms
+(allWaitForRunning(100)) and their read services' 1 s select, the 4.x and 5.x HA clients' 1 s select (5 s
+waitForRunning when not connected), DLedger's 500 ms heartbeat, the scheduled executors 1 s and more. So
+1000 / 10 = 100. The healthy maxima of the quiet tails measured are far below it (LIVE-IDLE-WAKEUPS)."""
 
 POLLING = frozenset({"BrokerNode._reput"})
 """Timer callbacks (``__qualname__``) of the services RocketMQ runs as a poll of 1 ms, not bounded by

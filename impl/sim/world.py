@@ -423,7 +423,7 @@ class Simulation(WorldView):
     def tail_stalled(self) -> tuple[int, int, int] | None:
         return None if self.tail is None else self.tail.stalled()
 
-    def tail_idle(self) -> tuple[str, str, int, int] | None:
+    def tail_idle(self) -> tuple[str, str, int, int, int] | None:
         return None if self.tail is None else self.tail.idle_breach
 
     def run_before(self, t: int) -> Violation | None:
@@ -507,7 +507,7 @@ class Simulation(WorldView):
             if node is not None:
                 node.now = self.now
                 tail = self.tail
-                if tail is not None and tail.settle is not None and not tail.ended:  # quiet: LIVE-IDLE-WAKEUPS
+                if tail is not None and tail.counting:  # after the heal point: LIVE-IDLE-WAKEUPS
                     fn = node._timers.get(token)
                     node.on_timer(token)
                     if fn is not None and all(type(eff) is SetTimer for eff in node.out):
@@ -588,6 +588,8 @@ class Simulation(WorldView):
 
     def _drain(self, node: Actor) -> None:
         self.touched.add(node.name)
+        if self.tail is not None and self.tail.counting:
+            self.tail.delivered(node.name)
         out = node.out
         if not out:
             return
