@@ -586,11 +586,12 @@ def idle_wakeups(ctx: Context) -> Violated | None:
     would have to allow ReputMessageService's 1 ms poll and could not see a 1 ms loop beside it.
 
     Measured: the most idle wake-ups of a bounded service in one quiet second, every fix on, are 24 (a 4.x master's
-    HA connection: the deadlines of its idle rounds after the slave's reports) in the tails of the campaign's
-    DEFAULT_STAGES, of seeds 1-40 of the defaults, fidelity, legacy-sync and legacy-async profiles and of
-    topic-failover 1-4, large-logs 1-3 and power-loss 1-3; 4 for any 5.x service. The base of 100 alone is four
-    times the highest; a 4.x producer sending every 20 ms takes a legacy master's connection past 100, within the
-    allowance of its events."""
+    HA connection: the deadlines of its idle rounds after the slave's reports) in the tails of the simulate stages of
+    the mutation campaign (bench/mutation_campaign.py DEFAULT_STAGES but topic-sync), of seeds 1-40 of the fidelity,
+    legacy-sync and legacy-async profiles and of topic-failover 1-4, large-logs 1-3 and power-loss 1-3; 4 for any
+    5.x service (the reput: 681). The base of 100 alone is four times the highest; a 4.x producer sending every
+    20 ms takes a legacy master's connection past 100, within the allowance of its events
+    (tests/test_progress.py)."""
     breach = ctx.world.tail_idle()
     if breach is None:
         return None
