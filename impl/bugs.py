@@ -33,6 +33,7 @@ CLOSE_KEEPS_MEMBER = "close-keeps-member"
 TRUNCATE_FILES_MISREPORTS = "truncate-files-misreports"
 HA_ADDRESS_NO_WAKEUP = "ha-address-no-wakeup"
 HA_CLIENT_SPINS = "ha-client-spins"
+HA_HEARTBEAT_DEADLINE_STALE = "ha-heartbeat-deadline-stale"
 
 # guard switches (issue 21): a guard that only the faults at the guards reach, removed or weakened
 SLAVE_SKIPS_OFFSET_CHECK = "slave-skips-offset-check"
@@ -237,6 +238,13 @@ BUGS: dict[str, Bug] = {
             "synthetic (the wait between the HA client's rounds dropped)",
             "The slave's HA client in TRANSFER starts its next round at once instead of waiting for its next "
             "deadline (the heartbeat or the housekeeping): it spins, and simulated time stands still."),
+        Bug(HA_HEARTBEAT_DEADLINE_STALE, "LIVE-IDLE-WAKEUPS",
+            "AutoSwitchHAConnection.WriteSocketService.run (an idle round: a heartbeat once haSendHeartbeatInterval "
+            "passed since the last write, else waitForRunning(100))",
+            "synthetic (the heartbeat interval left out of the idle write service's next deadline)",
+            "The master's HA write service, with nothing to transfer, arms its next idle wake-up at its last write "
+            "plus 1 ms instead of plus haSendHeartbeatInterval: a deadline already past, so each connection wakes "
+            "every millisecond for nothing until its heartbeat is due, then again after it."),
         Bug(SLAVE_SKIPS_OFFSET_CHECK, "HA-CONTIGUOUS",
             "AutoSwitchHAClient.HAClientReader.processReadResult (TRANSFER: slavePhyOffset != masterPhyOffset)",
             "synthetic (the slave's contiguity check; over TCP the master's frames follow the slave's own report, so "

@@ -17,13 +17,15 @@ from pathlib import Path
 
 import pytest
 from rmqha.impl import bugs as B
+from rmqha.impl.broker.broker import BrokerNode
 from rmqha.impl.invariants import BY_ID, progress_invariants
 from rmqha.impl.invariants.progress import task_overdue
-from rmqha.impl.invariants.settle import master_terms, total
+from rmqha.impl.invariants.settle import POLLING, master_terms, total
 from rmqha.impl.sim.config import Config, config_from_dict, default_config
 from rmqha.impl.sim.runner import run, run_header
 from rmqha.impl.sim.scenarios import SCENARIOS
-from rmqha.impl.sim.settle import deadlines, timeouts
+from rmqha.impl.sim.settle import Tail, deadlines, timeouts
+from rmqha.impl.sim.world import Simulation
 from rmqha.impl.trace import parse
 
 FIRST_SIX = ("LIVE-MASTER", "LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP", "LIVE-HA-TRANSFER", "LIVE-PUTS", "LIVE-TASKS")
@@ -229,3 +231,27 @@ def test_a_reset_that_reaches_a_slave_before_its_connect_result_still_closes_its
     assert fin < told and steps[fin]["conn"] == steps[told]["conn"]  # the case: the reset came first
     assert any(o.get("k") == "ha.client-close" and o.get("n") == "b1" for e in steps[told:told + 1]
                for o in e.get("obs", []))
+
+
+def test_idle_wakeups_exempts_only_the_reput_poll() -> None:
+    """LIVE-IDLE-WAKEUPS leaves out ReputMessageService's 1 ms poll by its callback's name: the name still is it."""
+    assert POLLING == {BrokerNode._reput.__qualname__}
+
+
+def test_idle_wakeups_allows_the_deadlines_a_busy_legacy_master_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 4.x master under a producer sending every 20 ms: each report of its slave leaves its HA connection an idle
+    round whose heartbeat deadline fires 5 s later, more than 100 in one quiet second. LIVE-IDLE-WAKEUPS allows one
+    per event the broker was handed in the deadline before, so the run is clean; without that allowance (the
+    lookback cut to nothing) the same run fails it."""
+    cfg = config_from_dict({"workload": {"produce_interval": 20, "consume_interval": 0}, "sim": {"progress": True}},
+                           default_config("legacy-sync"))
+    assert run(cfg, 1, 5000, bugs=list(B.FIXES_ALL), record=False).violation is None
+    init = Tail.__init__
+
+    def no_lookback(self: Tail, sim: Simulation, end: int) -> None:
+        init(self, sim, end)
+        self._lookback = -1  # the current second's events only: none before it
+
+    monkeypatch.setattr(Tail, "__init__", no_lookback)
+    v = run(cfg, 1, 5000, bugs=list(B.FIXES_ALL), record=False).violation
+    assert v is not None and v.invariant == "LIVE-IDLE-WAKEUPS" and "LegacyConnection" in v.message, v

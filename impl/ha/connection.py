@@ -285,6 +285,8 @@ class AutoSwitchHAConnection:
         if self._heartbeat_timer is not None:
             return
         interval = self.service.store_cfg.ha_send_heartbeat_interval
+        if B.HA_HEARTBEAT_DEADLINE_STALE in self.service.bugs:  # the deviation: the interval left out
+            interval = 0
         self._heartbeat_timer = self.host.after(max(1, self.last_write_timestamp + interval + 1 - self.host.now),
                                                 self._heartbeat_due)
 

@@ -28,6 +28,26 @@ getReplicaInfo, then for the monitor a role change may hold across one RPC, then
 (and its 2 s back-off) or brokerElect; a consumer's pull for its offset query, max offset, pull and route."""
 
 
+IDLE_WINDOW = 1000
+"""LIVE-IDLE-WAKEUPS counts a service's idle wake-ups per quiet second (ms), from the heal point on."""
+
+IDLE_WAKEUPS = 100
+"""The most idle wake-ups one service of one process may make in a quiet second (``IDLE_WINDOW``). RocketMQ's
+shortest wait of a service thread with nothing to do, ReputMessageService's 1 ms excepted (``POLLING``), is 10 ms:
+``GroupTransferService.run`` (waitForRunning(10)), ``DefaultHAConnection.WriteSocketService.run`` before the slave's
+first report (Thread.sleep(10)), ``AutoSwitchHAConnection.WriteSocketService`` in HANDSHAKE (waitForRunning(10)).
+Every other one waits longer: the HA connections' write services with nothing to transfer 100 ms
+(allWaitForRunning(100)) and their read services' 1 s select, the 4.x and 5.x HA clients' 1 s select (5 s
+waitForRunning when not connected), DLedger's 500 ms heartbeat, the scheduled executors 1 s and more. So
+1000 / 10 = 100. The healthy maxima of the quiet tails measured are far below it (LIVE-IDLE-WAKEUPS)."""
+
+POLLING = frozenset({"BrokerNode._reput"})
+"""Timer callbacks (``__qualname__``) of the services RocketMQ runs as a poll of 1 ms, not bounded by
+``IDLE_WAKEUPS``: ``ReputMessageService.run`` sleeps 1 ms between two ``doReput`` passes (the kit wakes it when
+there is something to dispatch, and with ``[sim] interleave`` runs a pass in sub-steps 0-3 ms apart, some of which
+dispatch nothing: up to 689 of them in one quiet second of adversarial seed 1)."""
+
+
 @dataclass(frozen=True)
 class Timeouts:
     """The settings the settle bounds are made of: RocketMQ's three config classes, the size of the controller

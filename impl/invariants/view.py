@@ -97,6 +97,11 @@ class ClusterView(Protocol):
         simulated ms it covered; None otherwise (no tail, or one that ended itself)."""
         ...
 
+    def tail_idle(self) -> tuple[str, str, int, int, int] | None:
+        """The first service of the run's settle tail that woke up with nothing to do more often in one quiet second
+        than LIVE-IDLE-WAKEUPS allows: (node, callback, wake-ups, allowed, the second's start ms); None otherwise."""
+        ...
+
     def fail(self, invariant: str, message: str, state: dict[str, Any] | None = None) -> None:
         """Record a violation (the first one of a run stops it)."""
         ...

@@ -380,6 +380,11 @@ SCENARIOS: dict[str, Scenario] = {
                  story="A quiet run. Once the slaves' HA clients reach TRANSFER, each starts its next round at once: "
                        "timer after timer at the same millisecond, so the fault phase ends on its step limit and the "
                        "settle tail spends its whole step budget without getting to its progress checks."),
+        Scenario(B.HA_HEARTBEAT_DEADLINE_STALE, 1, 20000, [], config=SETTLED, fixes=B.FIXES_ALL,
+                 story="A quiet run. The master's HA connections, with nothing to transfer, arm their idle wake-up "
+                       "at their last write plus 1 ms: each wakes every millisecond for nothing. Time still moves "
+                       "(the tail's step budget would last), but in the first quiet second after the heal point a "
+                       "connection wakes idle far more than 100 times."),
         # ---- issue 21: the guards, each reached by a fault at the guards (or the interleaved steps)
         Scenario(B.SLAVE_SKIPS_OFFSET_CHECK, 1, 30000,
                  [{"t": 7000, "do": "produce", "count": 2},

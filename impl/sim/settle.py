@@ -24,10 +24,11 @@ Everything here is a function of the heap and the configuration, so the tail is 
 from __future__ import annotations
 
 import heapq
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from ..invariants.registry import progress_invariants
-from ..invariants.settle import Settle, Timeouts, probe_gap, probe_start, total
+from ..invariants.settle import IDLE_WAKEUPS, IDLE_WINDOW, POLLING, Settle, Timeouts, probe_gap, probe_start, total
 from .actions import Action
 from .clients import ProducerNode
 from .config import Config
@@ -89,6 +90,15 @@ class Tail:
         self.last_check = -1
         self.steps_from, self.time_from = sim.step, sim.now
         self.ended = False  # the tail ended itself: not healed, or its last progress check ran
+        # LIVE-IDLE-WAKEUPS, from the heal point on (``counting``): (node, service object, callback) -> [window,
+        # idle wake-ups in it, the service object]; node -> {window: [events delivered, idle wake-ups among them]}
+        self.counting = False
+        self._idle: dict[tuple[str, int, str], list[Any]] = {}
+        self._events: dict[str, dict[int, list[int]]] = {}
+        store = sim.cfg.store
+        self._lookback = -(-max(store.ha_send_heartbeat_interval, store.sync_flush_timeout,
+                                sim.cfg.workload.send_timeout) // IDLE_WINDOW)
+        self.idle_breach: tuple[str, str, int, int, int] | None = None  # (node, callback, wake-ups, allowed, start)
 
     def start(self) -> None:
         """The fault phase has ended at ``end`` (every event up to it has run): no new fault from now on."""
@@ -129,6 +139,7 @@ class Tail:
             self.ended = True
             return
         self.settle = Settle(sim.now, dead, self.timeouts)
+        self.counting = True
         plan = deadlines(self.timeouts)
         for bound in plan:
             sim._push(sim.now + bound, CHECK, bound)
@@ -162,6 +173,45 @@ class Tail:
         if sim.now >= self.last_check:
             sim.max_steps = sim.step  # the last check: the run ends with this step
             self.ended = True
+            self.counting = False
+
+    def _window(self) -> int:
+        assert self.settle is not None
+        return (self.sim.now - self.settle.heal) // IDLE_WINDOW
+
+    def delivered(self, node: str) -> None:
+        """After the heal point, ``node`` was handed an event (a message, HA bytes, a connection's result or close,
+        a timer): what LIVE-IDLE-WAKEUPS allows one more idle wake-up for, over the next deadlines."""
+        counts = self._events.setdefault(node, {}).setdefault(self._window(), [0, 0])
+        counts[0] += 1
+
+    def idle_wakeup(self, node: str, fn: Callable[[], None]) -> None:
+        """After the heal point, a timer of ``node`` ran ``fn`` and the process did nothing but arm timers: one idle
+        wake-up of the service ``fn`` belongs to (the object its bound method is of, or the node's for a timer with
+        arguments), in the quiet second (``IDLE_WINDOW``) it fell in. Past ``IDLE_WAKEUPS`` of one service in one
+        second (a ``POLLING`` one excepted), plus one for each other event the node was handed in that second and
+        the ``_lookback`` before it, the tail ends here, for LIVE-IDLE-WAKEUPS to report."""
+        assert self.settle is not None
+        owner, name = _service(fn)
+        window = self._window()
+        events = self._events.setdefault(node, {})
+        events.setdefault(window, [0, 0])[1] += 1  # ``delivered`` then counts it among the events
+        key = (node, id(owner), name)
+        seen = self._idle.get(key)
+        if seen is None or seen[0] != window:
+            seen = self._idle[key] = [window, 0, owner]  # holds the object: its id names no other while counted
+        seen[1] += 1
+        if seen[1] <= IDLE_WAKEUPS or name in POLLING or self.idle_breach is not None:
+            return
+        # the events that did something, this second and the lookback before it (+ 1: this idle wake-up is not
+        # among the events yet)
+        busy = 1 + sum(e - i for w in range(window - self._lookback, window + 1) for e, i in [events.get(w, (0, 0))])
+        allowed = IDLE_WAKEUPS + busy
+        if seen[1] > allowed:
+            self.idle_breach = (node, name, seen[1], allowed, self.settle.heal + window * IDLE_WINDOW)
+            self.sim.max_steps = self.sim.step  # the run ends with this step
+            self.ended = True
+            self.counting = False
 
     def stalled(self) -> tuple[int, int, int] | None:
         """After the tail ran: (steps, from, to) when it used its whole step budget (``TAIL_STEPS``) before its last
@@ -171,6 +221,19 @@ class Tail:
         if self.ended or sim.violation is not None or sim.step < sim.max_steps:
             return None
         return sim.step - self.steps_from, self.time_from, sim.now
+
+
+def _service(fn: Callable[[], None]) -> tuple[object, str]:
+    """The object a timer callback belongs to and the callback's name: a bound method's own, or, for a timer armed
+    with arguments (``Actor.after``'s closure), the bound method it calls."""
+    owner = getattr(fn, "__self__", None)
+    if owner is None:
+        for cell in getattr(fn, "__closure__", None) or ():
+            inner = cell.cell_contents
+            if getattr(inner, "__self__", None) is not None:
+                fn, owner = inner, inner.__self__
+                break
+    return owner, getattr(fn, "__qualname__", type(fn).__name__)
 
 
 # heap event kinds of the simulator that the tail reads or adds (world.py owns the numbering)

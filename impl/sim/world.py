@@ -429,6 +429,9 @@ class Simulation(WorldView):
     def tail_stalled(self) -> tuple[int, int, int] | None:
         return None if self.tail is None else self.tail.stalled()
 
+    def tail_idle(self) -> tuple[str, str, int, int, int] | None:
+        return None if self.tail is None else self.tail.idle_breach
+
     def run_before(self, t: int) -> Violation | None:
         """Process every event earlier than ``t`` (within ``max_steps``), stopping at a violation; the run can go
         on afterwards. Actions scheduled at ``t`` or later then run as in a run of the whole schedule."""
@@ -509,7 +512,14 @@ class Simulation(WorldView):
                 self._step_event = {"ev": "timer", "node": name}
             if node is not None:
                 node.now = self.now
-                node.on_timer(token)
+                tail = self.tail
+                if tail is not None and tail.counting:  # after the heal point: LIVE-IDLE-WAKEUPS
+                    fn = node._timers.get(token)
+                    node.on_timer(token)
+                    if fn is not None and all(type(eff) is SetTimer for eff in node.out):
+                        tail.idle_wakeup(name, fn)
+                else:
+                    node.on_timer(token)
                 self._drain(node)
         elif kind == HA:
             conn, direction, chunk = payload
@@ -591,6 +601,8 @@ class Simulation(WorldView):
 
     def _drain(self, node: Actor) -> None:
         self.touched.add(node.name)
+        if self.tail is not None and self.tail.counting:
+            self.tail.delivered(node.name)
         out = node.out
         if not out:
             return
