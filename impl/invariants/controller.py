@@ -300,8 +300,8 @@ def leader_kept(ctx: Context, obs: CtlRole) -> Violated | None:
                   "and the leader's own ledger end, becomes the committed index at once: "
                   "MemberState.leaderUpdateCommittedIndex, for an entry of the current term, raft 5.4.2); "
                   "JRaft BallotBox.commitAt (an entry commits when its ballot is granted by a quorum)",
-           exceptions="only with [cluster] controllers > 1; the slow-commit fault stands for a quorum that acknowledges "
-                      "late: an entry it holds back counts as held from its release time on")
+           exceptions="only with [cluster] controllers > 1; the slow-commit fault stands for a quorum that "
+                      "acknowledges late: an entry it holds back counts as held from its release time on")
 def commit_quorum(ctx: Context) -> Violated | None:
     """A controller leader commits an entry of its own term as soon as a majority of the group holds it: at the end
     of every step a leader takes, no entry of its term that it and enough followers (by their acknowledged
