@@ -390,7 +390,7 @@ class Replication:
             entry = self.entries[idx - 1]
             if held >= self.quorum and entry.term == self.state.term and entry.ready_at <= self.node.now:
                 self._mark_committed(idx)
-                return
+                break  # and the entries still held back after it: the timer for the next release
         pending = [e.ready_at for e in self.entries[self.commit:] if e.ready_at > self.node.now]
         if not pending:
             return
