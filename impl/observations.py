@@ -190,8 +190,8 @@ class CtlScanInactive(TypedDict):
 
 
 class CtlElectRequest(TypedDict):
-    """``Controller.electMaster`` was called for ``brokerName`` (``requester``: the broker or admin that asked, or
-    ``controller`` for ``ControllerManager.triggerElectMaster``)."""
+    """``ControllerManager.triggerElectMaster`` called ``Controller.electMaster`` for ``brokerName`` (``requester``:
+    ``controller``; a broker's or the admin's request is its message)."""
 
     k: Literal["ctl.elect-request"]
     n: NotRequired[str]

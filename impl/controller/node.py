@@ -527,7 +527,8 @@ class ControllerNode(Actor):
     def elect_master(self, broker_name: str, broker_id: int | None, designate: bool, cluster: str = "",
                      requester: str = "controller") -> Future:
         """``Controller.electMaster``; the validation context records who was alive."""
-        self.emit({"k": "ctl.elect-request", "brokerName": broker_name, "requester": requester})
+        if requester == "controller":  # ControllerManager.triggerElectMaster's own request (CTL-SCAN-REELECTS)
+            self.emit({"k": "ctl.elect-request", "brokerName": broker_name, "requester": requester})
         if self.jraft:
             return self._jraft_propose("electMaster", {
                 "clusterName": cluster, "brokerName": broker_name, "brokerId": broker_id,
