@@ -62,6 +62,8 @@ LEADER_SKIPS_IDLE_HEARTBEAT = "leader-skips-idle-heartbeat"
 FOLLOWER_COMMITS_WITH_ENTRIES = "follower-commits-with-entries"
 STALE_REPLY_DEPOSES = "stale-reply-deposes"
 VOTE_GRANTS_OLDER_TERM = "vote-grants-older-term"
+COMMIT_WAITS_FOR_ACK = "commit-waits-for-ack"
+SCAN_REELECT_CHECKS_MASTER = "scan-reelect-checks-master"
 APPEND_SPANS_FILE = "append-spans-file"
 REPUT_STOPS_AT_FILE_END = "reput-stops-at-file-end"
 SLAVE_SKIPS_TOPIC_SYNC = "slave-skips-topic-sync"
@@ -415,6 +417,21 @@ BUGS: dict[str, Bug] = {
             "A controller node grants a vote request of an older term (one delayed across an election) when it has "
             "not voted in its own term and the requester's log is up to date: it records a vote of its term for a "
             "node that never asked for it.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(COMMIT_WAITS_FOR_ACK, "CTL-COMMIT-QUORUM",
+            "DLedgerEntryPusher.QuorumAckChecker.doWork (polls the peers' water marks without pause: the quorum index "
+            "moves as soon as a quorum holds an entry)",
+            "synthetic (the leader looks for a quorum only when an acknowledgement arrives, not when the entries a "
+            "slow commit held back are released)",
+            "A controller leader whose entries a slow commit held back does not commit them when they are released: "
+            "they wait for the next acknowledgement of a push (a heartbeat's, up to 500 ms later), and the request "
+            "waiting on them with it.", kind="fidelity", needs=(("cluster", "controllers", 3),)),
+        Bug(SCAN_REELECT_CHECKS_MASTER, "CTL-SCAN-REELECTS",
+            "ControllerManager.onBrokerInactive (a null broker id, DLedgerController.scanInactiveMasterAndTrigger"
+            "Reelect's notice, forces an election: triggerElectMaster)",
+            "synthetic (the scan's notice taken through the master test of a broker's expiry: getReplicaInfo, and an "
+            "election only when the set's master is the null id)",
+            "The controller leader's inactive-master scan finds a set whose named master is dead and elects nothing: "
+            "the set keeps its dead master until a broker of the set asks for an election itself (brokerElect)."),
         Bug(APPEND_SPANS_FILE, "STORE-NO-SPAN-FILE",
             "CommitLog.DefaultAppendMessageCallback.doAppend (END_OF_FILE when msgLen + 8 > maxBlank)",
             "synthetic (the master appends a message across the end of a mapped file, without the filler)",

@@ -180,6 +180,25 @@ class CtlInstallSnapshot(TypedDict):
     kept: bool
 
 
+class CtlScanInactive(TypedDict):
+    """The leader's inactive-master scan (``DLedgerController.scanInactiveMasterAndTriggerReelect``) found these
+    broker sets, each with a named master that is not alive and a live replica, and notified the listeners of each."""
+
+    k: Literal["ctl.scan-inactive"]
+    n: NotRequired[str]
+    brokerSets: list[str]
+
+
+class CtlElectRequest(TypedDict):
+    """``ControllerManager.triggerElectMaster`` called ``Controller.electMaster`` for ``brokerName`` (``requester``:
+    ``controller``; a broker's or the admin's request is its message)."""
+
+    k: Literal["ctl.elect-request"]
+    n: NotRequired[str]
+    brokerName: str
+    requester: str
+
+
 class CtlInactive(TypedDict):
     """The inactive-broker scan found a broker whose heartbeat expired (``brokerId`` null: the set's master)."""
 
@@ -654,7 +673,7 @@ class BrkState(TypedDict):
 NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
     | CtlVote | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot
-    | CtlInactive
+    | CtlInactive | CtlScanInactive | CtlElectRequest
     | BrkRole | BrkSss | BrkAlter | BrkAppend | BrkPutResult | BrkTopic | BrkIdentity | BrkFenced
     | BrkControllerUnreachable | BrkPoint
     | StoreDispatch | StoreTruncated | StoreTruncateInvalid
@@ -675,7 +694,7 @@ Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination | Rea
 ObsKind = Literal[
     "ctl.apply", "ctl.result", "ctl.validate", "ctl.error", "ctl.append-timeout", "ctl.leader", "ctl.follower",
     "ctl.candidate", "ctl.vote", "ctl.elected", "ctl.step-down", "ctl.role", "ctl.replay", "ctl.term-changed",
-    "ctl.snapshot", "ctl.install-snapshot", "ctl.inactive",
+    "ctl.snapshot", "ctl.install-snapshot", "ctl.inactive", "ctl.scan-inactive", "ctl.elect-request",
     "brk.role", "brk.sss", "brk.alter", "brk.append", "brk.put-result", "brk.topic", "brk.identity", "brk.fenced",
     "brk.controller-unreachable", "brk.point",
     "store.dispatch", "store.truncated", "store.truncate-invalid",

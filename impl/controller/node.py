@@ -527,6 +527,8 @@ class ControllerNode(Actor):
     def elect_master(self, broker_name: str, broker_id: int | None, designate: bool, cluster: str = "",
                      requester: str = "controller") -> Future:
         """``Controller.electMaster``; the validation context records who was alive."""
+        if requester == "controller":  # ControllerManager.triggerElectMaster's own request (CTL-SCAN-REELECTS)
+            self.emit({"k": "ctl.elect-request", "brokerName": broker_name, "requester": requester})
         if self.jraft:
             return self._jraft_propose("electMaster", {
                 "clusterName": cluster, "brokerName": broker_name, "brokerId": broker_id,
@@ -659,9 +661,15 @@ class ControllerNode(Actor):
             self.on_broker_inactive(cluster, name, bid)
 
     def _scan_inactive_master_and_trigger_reelect(self) -> Job:
+        """``DLedgerController.scanInactiveMasterAndTriggerReelect``: each broker set whose named master is not alive
+        (and that has a live replica) goes to the listeners as ``onBrokerInactive(null, brokerName, null)``; the
+        sets it found are observed once they have (CTL-SCAN-REELECTS)."""
         if self.leader:
-            for name in self.rim.scan_need_reelect_broker_sets(self._alive):
+            found = self.rim.scan_need_reelect_broker_sets(self._alive)
+            for name in found:
                 self.on_broker_inactive(None, name, None)
+            if found:
+                self.emit({"k": "ctl.scan-inactive", "brokerSets": found})
         return
         yield  # pragma: no cover
 
@@ -670,9 +678,17 @@ class ControllerNode(Actor):
         if not self.leader:
             return
         self.emit({"k": "ctl.inactive", "brokerName": broker_name, "brokerId": broker_id})
+        if B.SCAN_REELECT_CHECKS_MASTER in self.bugs and broker_id is None:
+            self._elect_if_master(broker_name, broker_id)
+            return
         if broker_id is None:
             self.spawn("triggerElectMaster", self._trigger_elect_master(broker_name))
             return
+        self._elect_if_master(broker_name, broker_id)
+
+    def _elect_if_master(self, broker_name: str, broker_id: int | None) -> None:
+        """``onBrokerInactive`` for one broker: ask the replica info, and trigger an election only when the inactive
+        broker is the set's master."""
         fut = self._jraft_propose("getReplicaInfo", {"brokerName": broker_name}) if self.jraft else \
             self._submit("getReplicaInfo", lambda: self.rim.get_replica_info(broker_name), False, {})
 

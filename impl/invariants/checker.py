@@ -54,6 +54,8 @@ from .view import ClusterView
 STATE_CHAINS: tuple[tuple[str, ...], ...] = (
     # the controller's state
     ("CTL-EPOCH-MONO", "CTL-MASTER-IN-SSS", "CTL-SSS-REGISTERED"),
+    # the controller group's leaders: what they have committed
+    ("CTL-COMMIT-QUORUM",),
     # the brokers' state
     ("CTL-ID-UNIQUE", "EPOCH-FILE-WF", "STORE-NO-SPAN-FILE", "STORE-NO-RESURRECT", "HA-ACK-BOUND",
      "QUEUE-OFFSET-GAPLESS", "STORE-WHOLE-MESSAGES", "STORE-REPUT-DRAINS", "HA-LOG-MATCHING", "SYNC-CONFIRM-BOUND"),

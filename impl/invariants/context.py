@@ -135,6 +135,8 @@ class Context:
         self.ctl_epoch_marks: dict[tuple[str, int], tuple[int, int]] = {}  # CTL-EPOCH-MONO: highest (mE, sE)
         self.term_leaders: dict[int, str] = {}  # CTL-ONE-LEADER-PER-TERM: term -> its leader
         self.candidacies: set[tuple[str, int]] = set()  # CTL-VOTE-CANDIDATE: (node, term) of every candidacy
+        # CTL-SCAN-REELECTS: node -> (step, the broker sets it requested an election for in that step)
+        self.controller_elects: dict[str, tuple[int, set[str]]] = {}
         self.applied_results: dict[int, tuple[tuple[Any, ...], str]] = {}  # CTL-APPLY-PREFIX (jRaft results)
         self.applied_log: dict[int, tuple[tuple[int, str], str]] = {}  # index -> ((term, event), first node)
         self.broker_epochs: dict[tuple[str, int], tuple[int, int]] = {}  # BRK-EPOCH-MONO: (broker, inc) -> (mE, sE)

@@ -11,8 +11,19 @@ from __future__ import annotations
 
 import json
 
-from ..controller.raft import HEARTBEAT, MAX_HEARTBEAT_LEAK
-from ..observations import CtlApply, CtlCandidate, CtlElected, CtlResult, CtlRole, CtlValidate, CtlVote
+from ..controller.node import ControllerNode
+from ..controller.raft import HEARTBEAT, LEADER, MAX_HEARTBEAT_LEAK
+from ..observations import (
+    CtlApply,
+    CtlCandidate,
+    CtlElected,
+    CtlElectRequest,
+    CtlResult,
+    CtlRole,
+    CtlScanInactive,
+    CtlValidate,
+    CtlVote,
+)
 from .context import Context
 from .registry import Violated, invariant, violated
 
@@ -281,6 +292,64 @@ def leader_kept(ctx: Context, obs: CtlRole) -> Violated | None:
     if was == "candidate" and obs["leader"] is None:
         return violated(f"{node} gave up its candidacy of term {obs['term']} with no leader of that term and no "
                         "higher term", obs=obs)
+    return None
+
+
+@invariant("CTL-COMMIT-QUORUM", layer="controller", reads=("controller",),
+           source="DLedgerEntryPusher.QuorumAckChecker.doWork (the quorum index, the median of the peers' water marks "
+                  "and the leader's own ledger end, becomes the committed index at once: "
+                  "MemberState.leaderUpdateCommittedIndex, for an entry of the current term, raft 5.4.2); "
+                  "JRaft BallotBox.commitAt (an entry commits when its ballot is granted by a quorum)",
+           exceptions="only with [cluster] controllers > 1; the slow-commit fault stands for a quorum that "
+                      "acknowledges late: an entry it holds back counts as held from its release time on")
+def commit_quorum(ctx: Context) -> Violated | None:
+    """A controller leader commits an entry of its own term as soon as a majority of the group holds it: at the end
+    of every step a leader takes, no entry of its term that it and enough followers (by their acknowledged
+    positions) hold, and that no slow commit still holds back, lies above its commit position."""
+    world = ctx.world
+    if len(world.controllers) == 1:
+        return None
+    running = world.processes()
+    for name in world.controllers:
+        node = running.get(name) if name in world.touched else None
+        if not isinstance(node, ControllerNode) or node.repl is None or node.repl.role != LEADER:
+            continue
+        repl, now = node.repl, world.now
+        entries = node.disk.entries
+        for idx in range(len(entries), repl.commit, -1):
+            entry = entries[idx - 1]
+            if entry.term != repl.state.term or entry.ready_at > now:
+                continue
+            held = 1 + sum(1 for peer in repl.peers if repl.match.get(peer, 0) >= idx)
+            if held >= repl.quorum:
+                return violated(f"{name}, leader of term {repl.state.term}, holds entry {idx - 1} of its term on "
+                                f"{held} of {len(world.controllers)} members (released at {entry.ready_at}) and has "
+                                f"committed only {repl.commit} entries", match=dict(repl.match))
+    return None
+
+
+@invariant("CTL-SCAN-REELECTS", layer="controller", on=("ctl.elect-request", "ctl.scan-inactive"),
+           source="DLedgerController.scanInactiveMasterAndTriggerReelect (each set it finds goes to the listeners as "
+                  "onBrokerInactive(null, brokerName, null)) + ControllerManager.onBrokerInactive (a null broker id "
+                  "forces an election: triggerElectMaster, Controller.electMaster)",
+           exceptions="the DLedger flavour and a single controller (the JRaft controller runs no such scan)")
+def scan_reelects(ctx: Context, obs: CtlElectRequest | CtlScanInactive) -> Violated | None:
+    """When the controller leader's inactive-master scan finds a broker set whose named master is not alive and
+    that has a live replica, the controller requests an election of that set in the same scan."""
+    node = obs.get("n", "")
+    if obs["k"] == "ctl.elect-request":
+        if obs["requester"] == "controller":
+            step, names = ctx.controller_elects.get(node, (-1, set()))
+            if step != ctx.world.step:
+                step, names = ctx.world.step, set()
+            names.add(obs["brokerName"])
+            ctx.controller_elects[node] = (step, names)
+        return None
+    step, names = ctx.controller_elects.get(node, (-1, set()))
+    missing = [s for s in obs["brokerSets"] if step != ctx.world.step or s not in names]
+    if missing:
+        return violated(f"{node}'s inactive-master scan found {missing} with a dead master and requested no "
+                        "election of them", obs=obs)
     return None
 
 

@@ -232,6 +232,21 @@ SCENARIOS: dict[str, Scenario] = {
                        "off in turn and a lossy, slow window. When the last cut heals at 330 s, ctl1's vote request "
                        "of an older term reaches ctl3 after ctl3 moved to term 30 without voting; with the switch "
                        "ctl3 grants it, a vote of term 30 for a node that never stood in term 30."),
+        Scenario(B.COMMIT_WAITS_FOR_ACK, 1, 40000,
+                 [{"t": 12000, "do": "slow-commit", "extra": 6000, "duration": 8000}],
+                 config={"controller": {"isProcessReadEvent": True}}, fixes=B.FIXES_ALL,
+                 story="A 3-node DLedger group led by ctl2; from 12 s on, for 8 s, the leader's appends commit 6 s "
+                       "late (a quorum that acknowledges late). A read logged at 15.1 s is held by every node at "
+                       "once and released at 21.1 s; the leader's commit timer fires then and commits it. With the "
+                       "switch the release finds no quorum check, and the entry waits for the next acknowledgement."),
+        Scenario(B.SCAN_REELECT_CHECKS_MASTER, 1, 40000,
+                 [{"t": 9000, "do": "crash", "node": "ctl"}, {"t": 9500, "do": "crash", "node": "b2"},
+                  {"t": 12000, "do": "restart", "node": "ctl"}],
+                 config=QUIET, fixes=B.FIXES_ALL,
+                 story="Master b2 (id 1) dies while the controller is down; the restarted controller replays b2 as "
+                       "the set's master, never hears from it, and hears from b1 and b3. Its first inactive-master "
+                       "scan, at 17 s, finds the set and triggers an election. With the switch the scan's notice goes "
+                       "through the master test of a broker's expiry, finds b2 named, and elects nothing."),
         Scenario(B.APPEND_SPANS_FILE, 1, 20000,
                  [{"t": 9000, "do": "produce", "count": 40, "size": 500}],
                  config={"store": {"mappedFileSizeCommitLog": 16384}, **QUIET}, fixes=B.FIXES_ALL,
