@@ -11,6 +11,7 @@ shows within a short test; a setting given in the user's config wins over it.
 from __future__ import annotations
 
 import json
+import random
 import socket
 import time
 from dataclasses import dataclass
@@ -58,11 +59,46 @@ def local_config(user: dict[str, Any]) -> Config:
     return cfg
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free loopback ports (bound and released at once; the OS rarely reuses them soon)."""
-    socks, ports = [], []
+EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LISTEN_SPAN = 12_000  # the ports below the ephemeral range the listeners are drawn from
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel gives outgoing connections (Linux ``ip_local_port_range``; its default elsewhere)."""
     try:
-        for _ in range(n):
+        lo, hi = (int(x) for x in EPHEMERAL.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return lo, hi
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free loopback ports for listeners, below the ephemeral range: a port taken from the ephemeral
+    range (``bind(0)``) and released can be handed to any outgoing connection on the machine before the listener
+    binds it (seen: a proxy's ``address already in use`` while two other clusters ran), one outside it only to
+    another listener. Each is checked by binding it; all are held until the last is found, then released. Where the
+    ephemeral range leaves no room below it, the kernel's ``bind(0)``."""
+    lo, _hi = ephemeral_range()
+    start = max(1024, lo - LISTEN_SPAN)
+    span = lo - start
+    socks: list[socket.socket] = []
+    ports: list[int] = []
+    try:
+        if span >= 4 * n:
+            first = random.SystemRandom().randrange(span)  # concurrent runs start at different places
+            for k in range(span):
+                if len(ports) == n:
+                    break
+                port = start + (first + k) % span
+                s = socket.socket()
+                try:
+                    s.bind((HOST, port))
+                except OSError:
+                    s.close()
+                    continue
+                socks.append(s)
+                ports.append(port)
+        while len(ports) < n:
             s = socket.socket()
             s.bind((HOST, 0))
             socks.append(s)
