@@ -7,7 +7,10 @@ write-up true. This replays each named trace's header, requires the same invaria
 finding's fix still removes it, then writes the new trace and updates the entry's hash, step, time and message.
 Anything else is an error: re-derive that finding instead.
 
-    python scripts/rerecord_findings.py F-ID [F-ID ...]
+A trace of ``traces/`` that is no index entry's (a finding's second face, e.g. ``F-GAP-UNION-expand``) is named by
+its file's stem; it is re-recorded when its run ends in the same violation at the same step.
+
+    python scripts/rerecord_findings.py F-ID [F-ID ...] [F-ID-face ...]
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ def main(ids: list[str]) -> int:
     index_path = OUT / "index.json"
     index = json.loads(index_path.read_text())
     for fid in ids:
+        if fid not in index and (OUT / "traces" / f"{fid}.jsonl.gz").is_file():
+            if not rerecord_face(fid):
+                return 1
+            continue
         if fid not in index:
             print(f"rerecord: no finding {fid}", file=sys.stderr)
             return 2
@@ -62,6 +69,23 @@ def main(ids: list[str]) -> int:
             print(f"  message now: {v.message}\n  was:         {old['message']}")
     write_text(str(index_path), json.dumps(index, indent=1, sort_keys=True) + "\n")
     return 0
+
+
+def rerecord_face(name: str) -> bool:
+    """Re-record ``traces/<name>.jsonl.gz`` if its run still ends in its recorded violation at the same step."""
+    path = OUT / "traces" / f"{name}.jsonl.gz"
+    header, _lines, footer = parse(read_text(str(path)))
+    was = footer.get("violation") or {}
+    again = run_header(header)
+    v = again.violation
+    if v is None or (v.invariant, v.step) != (was.get("invariant"), was.get("step")):
+        print(f"rerecord: {name} now ends in {f'{v.invariant} at step {v.step}' if v else 'no violation'}, not "
+              f"{was.get('invariant')} at step {was.get('step')}", file=sys.stderr)
+        return False
+    assert again.text is not None
+    write_text(str(path), again.text)
+    print(f"{name}: {v.invariant} at step {v.step}, t={v.time} (the same)")
+    return True
 
 
 if __name__ == "__main__":
