@@ -168,6 +168,23 @@ def check(b: AgentBuild) -> Checked:
 # ------------------------------------------------------------------------------------------------ run time
 
 
+def read_events(path: Path) -> list[dict[str, Any]]:
+    """The agent's event lines of a run (``events/agent.jsonl``), in file order; a torn last line is skipped."""
+    out: list[dict[str, Any]] = []
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return out
+    for ln in text.splitlines():
+        try:
+            d = json.loads(ln)
+        except ValueError:
+            continue
+        if isinstance(d, dict):
+            out.append(d)
+    return out
+
+
 def request(sock: Path, req: dict[str, Any], timeout: float = 10.0) -> dict[str, Any]:
     """One request to the agent at ``sock``; its answer (``ok`` false with ``error`` for a refused request)."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
