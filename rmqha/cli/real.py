@@ -346,6 +346,8 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
         ended = C.down(spec.dir)
         out.print(f"ended {len(ended)} processes and the run's namespaces; files and logs stay in {spec.dir}")
         return 0
+    if cmd == "fault" and args.kind in ("point", "release", "disarm", "arms") and spec.agent is None:
+        raise UserError(f"the cluster in {spec.dir} runs without the agent (rmqha real up --agent)")
     if not C.is_up(spec):
         raise UserError(f"the cluster in {spec.dir} is not up (rmqha real up --dir {args.dir})")
     if cmd == "status":
