@@ -454,3 +454,10 @@ def test_check_reads_a_versions_jars_without_starting_it(built: A.AgentBuild) ->
     assert not got["no-such"]["found"] and "has no method noSuchMethod" in got["no-such"]["why"]
     assert not got["gone"]["found"] and "no class" in got["gone"]["why"]
     assert not got["scope-gone"]["found"] and "its scope" in got["scope-gone"]["why"]
+
+
+def test_the_docs_points_table_is_the_catalogue() -> None:
+    doc = (ROOT / "docs" / "real.md").read_text()
+    begin = doc.index("<!-- points:begin")
+    body = doc[doc.index("\n", begin) + 1:doc.index("<!-- points:end -->")]
+    assert body == P.markdown()

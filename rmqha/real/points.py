@@ -275,3 +275,20 @@ def arm_request(point_name: str, action: str, *, ms: int | None = None, nth: int
     if action == "throw":
         req["exception"] = exc
     return req
+
+
+def markdown() -> str:
+    """The points and fix rules as the tables of docs/real.md ("Inside the JVM"; ``tests/test_real_agent.py``
+    checks the doc holds exactly this)."""
+    rows = ["| point | JVM | where (Java) | simulator | named arguments |", "|---|---|---|---|---|"]
+    for p in POINTS:
+        where = f"`{p.java}`" + (" (exit)" if p.at == "exit" else "")
+        if p.inside:
+            cls, meth = p.inside.split("#")
+            where += f" inside `{cls.rsplit('.', 1)[-1]}.{meth}`"
+        args = ", ".join(f"`{a}` = `{path}`" for a, path in p.args.items()) or "-"
+        rows.append(f"| `{p.name}` | {p.kind} | {where} | {p.sim} | {args} |")
+    rows += ["", "| fix (`--fix`) | kit switch | rule (Java class) | where | what |", "|---|---|---|---|---|"]
+    for f in FIXES:
+        rows.append(f"| `{f.finding}` | `{f.switch}` | `{f.java}` | `{f.where}` (exit) | {f.what} |")
+    return "\n".join(rows) + "\n"
