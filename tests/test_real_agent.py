@@ -461,3 +461,15 @@ def test_the_docs_points_table_is_the_catalogue() -> None:
     begin = doc.index("<!-- points:begin")
     body = doc[doc.index("\n", begin) + 1:doc.index("<!-- points:end -->")]
     assert body == P.markdown()
+
+
+def test_a_fix_the_version_has_no_method_for_is_said_in_the_spec_not_a_failure(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    b = A.AgentBuild("9.9.9", tmp_path, tmp_path / "rmqha-agent.jar", tmp_path / "bb.jar", "k", ())
+    monkeypatch.setattr(A, "check", lambda _b: A.Checked(
+        {"ctl.apply": {"found": False, "why": "no class X in this version's jars"}, "ctl.elect": {"found": True}},
+        {"F-TRUNCATED-TAIL-RESURRECTS": {"found": False, "why": "CommitLog has no method truncateDirtyFiles"}}))
+    s = A.run_spec(b, A.AgentOptions(fixes=("F-TRUNCATED-TAIL-RESURRECTS",)))
+    assert s["fixes"] == ["F-TRUNCATED-TAIL-RESURRECTS"] and s["agentVersion"] == f"{A.PROTOCOL}+k"
+    assert s["fixesAbsent"] == {"F-TRUNCATED-TAIL-RESURRECTS": "CommitLog has no method truncateDirtyFiles"}
+    assert s["missingPoints"] == {"ctl.apply": "no class X in this version's jars"}
