@@ -473,3 +473,16 @@ def test_a_fix_the_version_has_no_method_for_is_said_in_the_spec_not_a_failure(
     assert s["fixes"] == ["F-TRUNCATED-TAIL-RESURRECTS"] and s["agentVersion"] == f"{A.PROTOCOL}+k"
     assert s["fixesAbsent"] == {"F-TRUNCATED-TAIL-RESURRECTS": "CommitLog has no method truncateDirtyFiles"}
     assert s["missingPoints"] == {"ctl.apply": "no class X in this version's jars"}
+
+
+def test_real_points_lists_each_point_per_version(built: A.AgentBuild) -> None:
+    r = _rmqha("real", "points", "--version", built.version, "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert [p["point"] for p in out["points"]] == [p.name for p in P.POINTS]
+    assert all(p["versions"][built.version]["found"] for p in out["points"])
+    assert out["points"][1]["java"] == "AutoSwitchHAService.changeToMaster"
+    assert out["fixes"][0]["fix"] == "F-TRUNCATED-TAIL-RESURRECTS" and out["fixes"][0]["versions"][built.version]
+    text = _rmqha("real", "points", "--version", built.version).stdout
+    assert re.search(r"role-change.master.2 +broker +EpochFileCache.appendEntry \(exit\) inside AutoSwitchHAService",
+                     text)
