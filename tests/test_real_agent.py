@@ -314,8 +314,8 @@ public final class Probe {
 }
 """
 
-# Points of the probe's own: the epoch append, and the file flush only inside an append (a scope), and one whose
-# method EpochFileCache does not have.
+# Points of the probe's own: the epoch append, the file flush only inside an append (a scope), one whose method
+# EpochFileCache does not have, and a second point at the append's site.
 PROBE_POINTS = [
     {"name": "epoch.append", "kind": "broker", "cls": P.EPOCH_CACHE, "method": "appendEntry", "at": "exit",
      "inside": None, "args": {"epoch": "arg0.epoch", "startOffset": "arg0.startOffset"}},
@@ -323,6 +323,9 @@ PROBE_POINTS = [
      "inside": f"{P.EPOCH_CACHE}#appendEntry", "args": {}},
     {"name": "no-such", "kind": "broker", "cls": P.EPOCH_CACHE, "method": "noSuchMethod", "at": "enter",
      "inside": None, "args": {}},
+    # a second point at epoch.append's site (as role-change.master.2 is): each call is still one hit of each
+    {"name": "append-again", "kind": "broker", "cls": P.EPOCH_CACHE, "method": "appendEntry", "at": "exit",
+     "inside": f"{P.EPOCH_CACHE}#appendEntry", "args": {}},
 ]
 
 
@@ -401,19 +404,23 @@ def test_the_agent_acts_at_its_points_in_a_jvm(built: A.AgentBuild, tmp_path: Pa
         hits = [e for e in p.ev("hit") if e["id"] == "t"]
         assert [(e["n"], e["fired"], e["args"]["epoch"]) for e in hits] == [(1, False, 3), (2, True, 4), (3, False, 5)]
         p.client.disarm("t")
+        p.client.arm({"id": "g", "point": "append-again", "action": "delay", "ms": 1, "count": 0, "when": []})
+        p.say("append 6 45")
+        assert [e["n"] for e in p.ev("hit") if e["id"] == "g"] == [1]
+        p.client.disarm("g")
         # delay, every hit, inside a scope: flush() counts only when called from appendEntry
         p.client.arm({"id": "d", "point": "flush-in-append", "action": "delay", "ms": 400, "nth": 1, "count": 0,
                       "when": []})
         cut = p.say("cut 35")  # truncateSuffixByOffset flushes too, outside an append: no hit
         assert cut.startswith("ok cut")
-        slow = p.say("append 6 50")
+        slow = p.say("append 7 50")
         assert slow.startswith("ok true") and int(slow.split()[-1]) >= 380, slow
         assert [e["point"] for e in p.ev("hit") if e["id"] == "d"] == ["flush-in-append"]
         assert p.ev("done")[-1]["action"] == "delay"
         p.client.disarm("d")
         # pause until released
         p.client.arm(P.arm_request("epoch.append", "pause", ms=10_000, arm_id="p"))
-        p.send("append 7 60")
+        p.send("append 8 60")
         deadline = time.monotonic() + 10
         while not [a for a in p.client.arms() if a["id"] == "p" and a["waiting"] == 1]:
             assert time.monotonic() < deadline, "the thread never paused"
@@ -424,10 +431,10 @@ def test_the_agent_acts_at_its_points_in_a_jvm(built: A.AgentBuild, tmp_path: Pa
         p.client.disarm("p")
         # crash: the hit's line first, then Runtime.halt
         p.client.arm(P.arm_request("epoch.append", "crash", arm_id="c"))
-        p.send("append 8 70")
+        p.send("append 9 70")
         assert p.proc.wait(20) == P.HALT_STATUS
         last = A.read_events(p.events)[-1]
-        assert last["ev"] == "hit" and last["id"] == "c" and last["fired"] and last["args"] == {"epoch": 8,
+        assert last["ev"] == "hit" and last["id"] == "c" and last["fired"] and last["args"] == {"epoch": 9,
                                                                                              "startOffset": 70}
         with pytest.raises(A.AgentError):
             p.client.status()

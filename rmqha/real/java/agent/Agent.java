@@ -94,8 +94,28 @@ public final class Agent {
         Map<String, List<Spec>> byClass = new LinkedHashMap<>();
         for (Failpoints.Point p : Failpoints.mine()) {
             Class<?> advice = p.at.equals("exit") ? Advices.Exit.class : Advices.Enter.class;
-            byClass.computeIfAbsent(p.cls, k -> new ArrayList<>()).add(new Spec(p.method, advice, p.site(),
-                () -> Failpoints.installed(p), why -> Failpoints.missing(p, why)));
+            List<Spec> specs = byClass.computeIfAbsent(p.cls, k -> new ArrayList<>());
+            Spec same = null;
+            for (Spec s : specs) {
+                if (s.advice == advice && s.key.equals(p.site())) {
+                    same = s;
+                }
+            }
+            if (same == null) {
+                specs.add(new Spec(p.method, advice, p.site(), () -> Failpoints.installed(p),
+                    why -> Failpoints.missing(p, why)));
+            } else {
+                // two points at one site (e.g. an append, and the same append inside a role change): one piece of
+                // advice, which hands each hit to both points (Failpoints.hit), so no hit is counted twice
+                Spec first = same;
+                specs.set(specs.indexOf(same), new Spec(p.method, advice, p.site(), () -> {
+                    first.onFound.run();
+                    Failpoints.installed(p);
+                }, why -> {
+                    first.onMissing.accept(why);
+                    Failpoints.missing(p, why);
+                }));
+            }
             if (p.inside != null) {
                 String[] cm = p.inside.split("#", 2);
                 List<Spec> l = byClass.computeIfAbsent(cm[0], k -> new ArrayList<>());
@@ -159,7 +179,20 @@ public final class Agent {
     }
 
     static DynamicType.Builder<?> visit(DynamicType.Builder<?> builder, TypeDescription td, List<Spec> specs) {
+        // the scopes first: advice visited earlier wraps what is visited later, so a scope on a method encloses a
+        // point on the same method (its exit runs after the point's)
+        List<Spec> ordered = new ArrayList<>();
         for (Spec s : specs) {
+            if (s.advice == Advices.Scope.class) {
+                ordered.add(s);
+            }
+        }
+        for (Spec s : specs) {
+            if (s.advice != Advices.Scope.class) {
+                ordered.add(s);
+            }
+        }
+        for (Spec s : ordered) {
             try {
                 ElementMatcher.Junction<MethodDescription> m = named(s.method).and(not(isAbstract()));
                 if (td.getDeclaredMethods().filter(m).isEmpty()) {
