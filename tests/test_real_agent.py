@@ -141,7 +141,8 @@ class FakeAgent:
     def answer(self, req: dict[str, Any]) -> dict[str, Any]:
         op = req.get("op")
         if op == "arm":
-            self.arms[req["id"]] = {**req, "hits": 0, "fired": 0, "state": "armed"}
+            self.arms[req["id"]] = {**req, "when": [w["text"] for w in req.get("when", [])], "ms": req.get("ms", 0),
+                                    "hits": 0, "fired": 0, "waiting": 0, "state": "armed", "installed": True}
             return {"ok": True, "arm": self.arms[req["id"]]}
         if op == "list":
             return {"ok": True, "arms": list(self.arms.values())}
@@ -340,7 +341,7 @@ def built() -> A.AgentBuild:
 
 
 class Probe:
-    def __init__(self, built: A.AgentBuild, tmp: Path) -> None:
+    def __init__(self, built: A.AgentBuild, tmp: Path, arms: list[dict[str, Any]] | None = None) -> None:
         src = tmp / "src" / "Probe.java"
         src.parent.mkdir(parents=True)
         src.write_text(PROBE)
@@ -352,7 +353,7 @@ class Probe:
         cfg = tmp / "agent.json"
         cfg.write_text(json.dumps({"node": "p1", "kind": "broker", "socket": str(self.sock), "events": str(self.events),
                                    "version": built.version, "agentVersion": built.agent_version, "maxPauseMs": 3000,
-                                   "fixes": [], "points": PROBE_POINTS, "arms": []}))
+                                   "fixes": [], "points": PROBE_POINTS, "arms": arms or []}))
         self.proc = subprocess.Popen(["java", "-Xmx64m", f"-javaagent:{built.jar}={cfg}", "-cp",
                                       ":".join((str(classes), *built.rocketmq_jars)), "rmqha.probe.Probe",
                                       str(tmp / "epochFile")],
@@ -493,3 +494,58 @@ def test_real_points_lists_each_point_per_version(built: A.AgentBuild) -> None:
     text = _rmqha("real", "points", "--version", built.version).stdout
     assert re.search(r"role-change.master.2 +broker +EpochFileCache.appendEntry \(exit\) inside AutoSwitchHAService",
                      text)
+
+
+def test_arms_in_the_config_are_set_at_start_and_a_pause_is_bounded(built: A.AgentBuild, tmp_path: Path) -> None:
+    """``Lab.arm_at_start``'s way: an arm in the node's config is set before RocketMQ's classes load; a pause with
+    no bound of its own ends at the harness's ``maxPauseMs`` (3 s here) and says it timed out."""
+    p = Probe(built, tmp_path, arms=[P.arm_request("epoch.append", "pause", arm_id="s")])
+    try:
+        assert [e["id"] for e in p.ev("armed")] == ["s"]
+        t0 = time.monotonic()
+        assert p.say("append 1 0").startswith("ok true")
+        assert time.monotonic() - t0 >= 2.9
+        done = p.ev("done")
+        assert len(done) == 1 and done[0]["timedOut"] is True and done[0]["waitedMs"] >= 2900
+    finally:
+        p.close()
+
+
+def test_the_cli_arms_releases_and_disarms_through_the_nodes_agent(tmp_path: Path) -> None:
+    """``rmqha real fault point`` / ``release`` / ``disarm`` / ``arms`` as the CLI does them, against a fake agent
+    at the node's socket (the live path is test_real_agent_live.py's)."""
+    import argparse
+
+    from rich.console import Console
+
+    from rmqha.cli import real as R
+
+    spec = create(tmp_path / "r", real_config("safe", {}), version="5.3.3", profile="safe", lifetime_s=60,
+                  agent=_agent_spec())
+    fake = FakeAgent(spec.agent_sock("b2"))
+    out = Console(record=True, width=200)
+    base = {"node": None, "netem": [], "action": None, "ms": None, "nth": None, "count": None, "every": False,
+            "when": None, "exception": None, "id": None, "code": None, "src": None, "to": None, "duration": None,
+            "after_bytes": None}
+    try:
+        args = argparse.Namespace(**{**base, "kind": "point", "node": "b2", "netem": ["store.truncate"],
+                                     "action": "delay", "ms": 250, "every": True, "when": ["offset>=100"],
+                                     "id": "x1"})
+        R._fault_options(args)
+        assert R._agent_fault(spec, args, out) == 0
+        req = fake.requests[-1]
+        assert req == {"op": "arm", "id": "x1", "point": "store.truncate", "action": "delay", "nth": 1, "count": 0,
+                       "ms": 250, "when": [{"path": "arg0", "op": ">=", "value": "100", "text": "offset>=100"}]}
+        assert "x1: store.truncate on b2 (MappedFileQueue.truncateDirtyFiles) armed: delay 250 ms" in out.export_text()
+        wrong = argparse.Namespace(**{**base, "kind": "point", "node": "c0", "netem": ["store.truncate"],
+                                      "action": "crash"})
+        R._fault_options(wrong)
+        with pytest.raises(R.UserError, match="sits in a broker JVM; c0 is a controller"):
+            R._agent_fault(spec, wrong, out)
+        for kind in ("release", "disarm"):
+            assert R._agent_fault(spec, argparse.Namespace(**{**base, "kind": kind, "node": "x1"}), out) == 0
+        assert [r["op"] for r in fake.requests if r["op"] != "list"][-2:] == ["release", "disarm"]
+        with pytest.raises(R.UserError, match="no arm 'x1' on any running node"):
+            R._agent_fault(spec, argparse.Namespace(**{**base, "kind": "release", "node": "x1"}), out)
+    finally:
+        fake.close()
