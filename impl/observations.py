@@ -670,6 +670,22 @@ class BrkState(TypedDict):
     haMaster: str | None
 
 
+class AgentEvent(TypedDict):
+    """A real run with the kit's agent (``rmqha/real/agent.py``): one line of ``events/agent.jsonl`` from inside a
+    JVM: ``ev`` is ``started``, ``armed``, ``hit`` (an armed point reached; ``fired``: its action ran), ``done`` (a
+    delay, pause or throw carried out), ``released``, ``disarmed``, ``fix`` (a fix rule acted), ``fix.installed``,
+    ``fix.absent``, ``missing`` (a point whose method the class lacks), ``error``; ``data``: the line's other
+    fields (the hit's arguments, the fix's offsets)."""
+
+    k: Literal["agent.event"]
+    n: str
+    ev: str
+    point: str | None
+    id: str | None
+    action: str | None
+    data: dict[str, Any]
+
+
 NodeObservation = (
     CtlApply | CtlResult | CtlValidate | CtlError | CtlAppendTimeout | CtlLeader | CtlFollower | CtlCandidate
     | CtlVote | CtlElected | CtlStepDown | CtlRole | CtlReplay | CtlTermChanged | CtlSnapshot | CtlInstallSnapshot
@@ -685,7 +701,7 @@ NodeObservation = (
 )
 """What a node observes (``Actor.emit``)."""
 
-RealObservation = CtlState | BrkState
+RealObservation = CtlState | BrkState | AgentEvent
 """What a real run's harness saw of RocketMQ itself (``rmqha/real/report.py``), beside the client history."""
 
 Observation = NodeObservation | SimCrash | NetDrop | NetUnknownDestination | RealObservation
@@ -704,7 +720,7 @@ ObsKind = Literal[
     "ha.client-close", "ha.client-connect",
     "ha.client-housekeeping", "ha.frame-error", "ha.no-epoch-for-offset", "ha.no-epoch-entry", "ha.no-next-epoch",
     "ns.register", "ns.reject", "client.send", "client.send-result", "client.seen", "admin.result",
-    "sim.crash", "net.drop", "net.unknown-destination", "ctl.state", "brk.state",
+    "sim.crash", "net.drop", "net.unknown-destination", "ctl.state", "brk.state", "agent.event",
 ]
 """The kinds, as literals (``Observation``'s ``k``)."""
 

@@ -10,6 +10,12 @@
     rmqha real fault drop-response|delay-response|drop-request --code CODE [--from N] [--to N] [--count K] ...
     rmqha real fault cut-stream NODE [--after-bytes N]    rmqha real fault netem NODE [--to N,..] -- ARGS
     rmqha real fault clear
+    rmqha real points [--version V] [--json]      the kit's agent's failpoints, per version
+    rmqha real fault point NODE POINT --action crash|delay|pause|throw [--ms N] [--nth N] [--count N | --every]
+                  [--when ARG=VALUE ...] [--exception NAME] [--id ID]
+    rmqha real fault release ID    rmqha real fault disarm ID    rmqha real fault arms
+    up / test take --agent (the kit's Java agent in every JVM) and --fix F-ID|all (its fix rules; implies --agent);
+    repro takes --fix
 
 NODE is a node name (``ns``, ``c0``.., ``b1``..) or ``master`` (the broker the leading controller names) or
 ``leader`` (the leading controller). Exit status: 0, 1 (a test found a violation), 2 for a usage or input error.
@@ -26,11 +32,13 @@ from typing import Any
 from rich.console import Console
 
 from rmqha.impl.sim.config import ConfigError
+from rmqha.real import agent as A
 from rmqha.real import control as C
 from rmqha.real import maven, netns
 from rmqha.real import observe as O
+from rmqha.real import points as P
 from rmqha.real.nemesis import RECIPES
-from rmqha.real.repro import REPRODUCED, run_repro
+from rmqha.real.repro import NOT_REPRODUCED, REPRODUCED, run_repro
 from rmqha.real.repros import REPROS
 from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
@@ -73,12 +81,16 @@ _recipes = recipe_list(RECIPES)  # ``type=`` of --faults
 # real fault KIND: the options each kind takes (dest -> how the user wrote it); any other one given is refused
 FAULT_FLAGS = {"node": "NODE", "code": "--code", "src": "--from", "to": "--to", "count": "--count",
                "duration": "--for", "ms": "--ms", "after_bytes": "--after-bytes", "id": "--id",
-               "netem": "netem arguments"}
+               "netem": "netem arguments", "action": "--action", "nth": "--nth", "every": "--every",
+               "when": "--when", "exception": "--exception"}
 FAULT_TAKES = {"drop-response": {"code", "src", "to", "count", "duration", "id"},
                "delay-response": {"code", "src", "to", "count", "duration", "id", "ms"},
                "drop-request": {"code", "src", "to", "count", "duration", "id"},
                "cut-stream": {"node", "after_bytes", "id"},
                "netem": {"node", "to", "netem"},
+               # the agent's failpoints: NODE POINT (the point arrives in the trailing positional)
+               "point": {"node", "netem", "action", "ms", "nth", "count", "every", "when", "exception", "id"},
+               "release": {"node", "id"}, "disarm": {"node", "id"}, "arms": set(),
                "clear": set(), "status": set()}
 
 
@@ -102,9 +114,21 @@ def register(sub: Any) -> dict[str, Handler]:
         p.add_argument("--config", type=input_file, help="TOML file of kit settings (docs/configuration.md)")
         p.add_argument("--profile", type=choice(REAL_PROFILES, "profile of a real cluster"),
                        help=f"{', '.join(REAL_PROFILES)} (default safe)")
+        p.add_argument("--agent", action="store_true",
+                       help="start every JVM with the kit's Java agent (failpoints: rmqha real points)")
+        with_fix(p)
+
+    def with_fix(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--fix", action="append", default=[], metavar="F-ID",
+                       help=f"apply a finding's fix rule inside the JVMs (the agent's: {', '.join(P.FIX_IDS)}; "
+                            "or all; repeatable; implies --agent)")
 
     v = rs.add_parser("versions", help="the RocketMQ versions the kit knows, oldest first, and which are fetched")
     v.add_argument("--json", action="store_true")
+    pts = rs.add_parser("points", help="the kit's agent's failpoints, the Java method each sits in, per version")
+    pts.add_argument("--version", type=_version, action="append", default=[],
+                     help="check against this version's jars (repeatable; default: every fetched version)")
+    pts.add_argument("--json", action="store_true")
     f = rs.add_parser("fetch", help="resolve a RocketMQ version with Maven and print its classpath")
     f.add_argument("--version", type=_version, default=maven.PINNED, help=f"a 5.x release (default {maven.PINNED})")
 
@@ -134,19 +158,30 @@ def register(sub: Any) -> dict[str, Handler]:
     h.add_argument("--id", type=not_empty("a partition"))
     fl = with_dir(rs.add_parser("fault", help="protocol-aware and link faults (see --help)"))
     fl.add_argument("kind", choices=tuple(FAULT_TAKES))
-    fl.add_argument("node", nargs="?", type=not_empty("a node"), help="cut-stream / netem: the node")
+    fl.add_argument("node", nargs="?", type=not_empty("a node"),
+                    help="cut-stream / netem / point: the node; release / disarm: the arm's id")
     fl.add_argument("--code", type=not_empty("a request code"),
                     help="a remoting request code, by name or number (e.g. CONTROLLER_ALTER_SYNC_STATE_SET)")
     fl.add_argument("--from", dest="src", type=not_empty("a node"), help="the node the frame comes from (drop/delay-"
                                                                          "response: the serving node)")
     fl.add_argument("--to", type=not_empty("nodes"), help="the requesting node; netem: comma-separated destinations")
-    fl.add_argument("--count", type=int_in(1, 1_000_000), help="at most this many")
+    fl.add_argument("--count", type=int_in(1, 1_000_000), help="at most this many; point: fire this many times "
+                                                                 "(default 1)")
     fl.add_argument("--for", dest="duration", type=seconds(), metavar="SECONDS",
                     help="seconds the fault stays (default: until cleared)")
-    fl.add_argument("--ms", type=int_in(1, 3_600_000), help="delay-response: milliseconds")
+    fl.add_argument("--ms", type=int_in(1, 3_600_000), help="delay-response, point delay / pause: milliseconds")
+    fl.add_argument("--action", type=not_empty("an action"), help=f"point: {', '.join(P.ACTIONS)}")
+    fl.add_argument("--nth", type=int_in(1, 1_000_000), help="point: fire from the Nth matching hit (default 1)")
+    fl.add_argument("--every", action="store_true", help="point: fire at every matching hit from the Nth on")
+    fl.add_argument("--when", action="append", type=not_empty("a condition"), metavar="ARG=VALUE",
+                    help="point: only hits whose argument matches (=, !=, <, <=, >, >=, ~ contains; repeatable)")
+    fl.add_argument("--exception", type=not_empty("an exception class"),
+                    help=f"point throw: the class ({', '.join(P.EXCEPTIONS)} or a full name; default "
+                         "RuntimeException)")
     fl.add_argument("--after-bytes", type=int_in(0, 2**40), help="cut-stream: bytes to let through first (default 0)")
     fl.add_argument("--id", type=not_empty("a fault"), help="a name for the fault")
-    fl.add_argument("netem", nargs="*", help="netem: tc netem arguments, after -- (e.g. -- loss 30%%)")
+    fl.add_argument("netem", nargs="*", help="netem: tc netem arguments, after -- (e.g. -- loss 30%%); point: the "
+                                             "point's name")
     with_dir(rs.add_parser("down", help="end every process of the run and delete its namespaces (files stay)"))
 
     rp = rs.add_parser("repro", help="reproduce a finding on a real build (docs/findings/README.md): reproduced, "
@@ -160,6 +195,7 @@ def register(sub: Any) -> dict[str, Handler]:
     rp.add_argument("--dir", type=output_dir, default="runs/real-repro",
                     help="where each run's folder goes (default runs/real-repro)")
     rp.add_argument("--json", action="store_true", help="print one JSON object per run")
+    with_fix(rp)
 
     t = with_dir(rs.add_parser("test", help="a workload under a fault schedule on a real cluster, then the "
                                             "catalogue's verdict on what was observed"), DEFAULT_TEST_DIR, new=True)
@@ -243,8 +279,30 @@ def real_cfg(args: argparse.Namespace) -> tuple[Any, str]:
 def cmd_real(args: argparse.Namespace, out: Console) -> int:
     try:
         return _dispatch(args, out)
-    except (C.RealError, O.ToolError, maven.FetchError, netns.NetnsError, ConfigError) as exc:
+    except (C.RealError, O.ToolError, maven.FetchError, netns.NetnsError, ConfigError, A.AgentError,
+            P.ArmError) as exc:
         raise UserError(str(exc)) from None
+
+
+def agent_options(args: argparse.Namespace) -> A.AgentOptions | None:
+    """``--agent`` / ``--fix``: the run's agent, or None (every JVM as without it)."""
+    fixes = P.fix_ids(args.fix)
+    if fixes or getattr(args, "agent", False):
+        return A.AgentOptions(fixes=tuple(fixes))
+    return None
+
+
+def agent_line(spec: RealSpec) -> str | None:
+    if spec.agent is None:
+        return None
+    a = spec.agent
+    line = f"the kit's agent {a['agentVersion']} in every JVM; fixes: {', '.join(a['fixes']) or 'none'}"
+    if a.get("fixesAbsent"):
+        line += "; not needed by this version (the method is absent): " + "; ".join(
+            f"{f}: {why}" for f, why in a["fixesAbsent"].items())
+    if a.get("missingPoints"):
+        line += f"; points this version lacks: {', '.join(a['missingPoints'])}"
+    return line
 
 
 def _dispatch(args: argparse.Namespace, out: Console) -> int:
@@ -262,15 +320,20 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
         inst = maven.fetch(args.version)
         print(inst.classpath)
         return 0
+    if cmd == "points":
+        return _points(args, out)
     if cmd == "up":
         cfg, profile = real_cfg(args)
+        agent = agent_options(args)
         spec = C.up(Path(args.dir), cfg, version=args.version, profile=profile, lifetime_s=args.lifetime,
-                    fresh=args.fresh, say=lambda m: out.print(m))
+                    fresh=args.fresh, say=lambda m: out.print(m), agent=agent)
         out.print(f"real cluster up in {spec.dir}: {', '.join(spec.nodes)} (RocketMQ {spec.version}, "
                   f"{spec.controller_type}, profile {profile}); `rmqha real status --dir {args.dir}` shows it, "
                   f"`rmqha real down --dir {args.dir}` ends it")
         if spec.kit_only:
             out.print(f"not RocketMQ settings, left out: {', '.join(spec.kit_only)}")
+        if (line := agent_line(spec)) is not None:
+            out.print(line, markup=False)
         return 0
     if cmd == "test":
         return _test(args, out)
@@ -283,6 +346,8 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
         ended = C.down(spec.dir)
         out.print(f"ended {len(ended)} processes and the run's namespaces; files and logs stay in {spec.dir}")
         return 0
+    if cmd == "fault" and args.kind in ("point", "release", "disarm", "arms") and spec.agent is None:
+        raise UserError(f"the cluster in {spec.dir} runs without the agent (rmqha real up --agent)")
     if not C.is_up(spec):
         raise UserError(f"the cluster in {spec.dir} is not up (rmqha real up --dir {args.dir})")
     if cmd == "status":
@@ -315,8 +380,26 @@ def _fault_options(args: argparse.Namespace) -> None:
     """What ``real fault KIND`` needs and takes, checked before the cluster is asked anything."""
     kind = args.kind
     for dest, flag in FAULT_FLAGS.items():
-        if dest not in FAULT_TAKES[kind] and getattr(args, dest) not in (None, []):
+        if dest not in FAULT_TAKES[kind] and getattr(args, dest) not in (None, [], False):
             raise UserError(f"fault {kind} takes no {flag}")
+    if kind == "point":
+        names = [a for a in args.netem if a != "--"]
+        if not args.node or len(names) != 1:
+            raise UserError("fault point NODE POINT: name the node and one point (rmqha real points lists them)")
+        if not args.action:
+            raise UserError(f"fault point: --action is required ({', '.join(P.ACTIONS)})")
+        if args.every and args.count is not None:
+            raise UserError("fault point: --count or --every, not both")
+        try:
+            args.arm = P.arm_request(names[0], args.action, ms=args.ms, nth=args.nth or 1,
+                                     count=0 if args.every else (args.count or 1), when=tuple(args.when or ()),
+                                     exception=args.exception, arm_id=args.id)
+        except P.ArmError as exc:
+            raise UserError(str(exc)) from None
+    if kind in ("release", "disarm") and not (args.node or args.id):
+        raise UserError(f"fault {kind} ID: name the arm (rmqha real fault arms lists them)")
+    if kind in ("release", "disarm") and args.node and args.id and args.node != args.id:
+        raise UserError(f"fault {kind}: one id, as ID or --id")
     if kind in ("cut-stream", "netem") and not args.node:
         raise UserError(f"fault {kind}: name the node (e.g. master)")
     if kind == "netem" and not [a for a in args.netem if a != "--"]:
@@ -327,8 +410,58 @@ def _fault_options(args: argparse.Namespace) -> None:
         raise UserError("fault delay-response: --ms is required (milliseconds)")
 
 
+def _agents(spec: RealSpec) -> dict[str, A.AgentClient]:
+    if spec.agent is None:
+        raise UserError(f"the cluster in {spec.dir} runs without the agent (rmqha real up --agent)")
+    return {n: A.AgentClient(spec.agent_sock(n)) for n in spec.nodes}
+
+
+def _agent_fault(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
+    agents = _agents(spec)
+    kind = args.kind
+    if kind == "point":
+        node = resolve_node(spec, args.node)
+        req = dict(args.arm)
+        req["id"] = req["id"] or f"a{int(time.time() * 1000) % 100000}"
+        point = P.BY_NAME[req["point"]]
+        if point.kind != spec.kind(node):
+            raise UserError(f"point {point.name} sits in a {point.kind} JVM; {node} is a {spec.kind(node)}")
+        arm = agents[node].arm(req)
+        trig = f"hit {arm['nth']}" + (" on" if arm["count"] == 0 else f" ({arm['count']} time(s))")
+        when = f" when {' and '.join(arm['when'])}" if arm["when"] else ""
+        out.print(f"{arm['id']}: {point.name} on {node} ({point.java}) armed: {arm['action']}"
+                  + (f" {arm['ms']} ms" if arm["ms"] else "") + f" at {trig}{when}"
+                  + ("" if arm.get("installed") else " (its class has not loaded yet)"), markup=False)
+        return 0
+    if kind == "arms":
+        rows = []
+        for n, c in agents.items():
+            try:
+                rows += [{"node": n, **a} for a in c.arms()]
+            except A.AgentError:
+                continue
+        print(json.dumps(rows, indent=1))
+        return 0
+    aid = args.node or args.id
+    for n, c in agents.items():
+        try:
+            held = [a for a in c.arms() if a["id"] == aid]
+        except A.AgentError:
+            continue
+        if held:
+            if kind == "release":
+                out.print(f"{aid} on {n}: released ({c.release(aid)} thread(s) were paused)")
+            else:
+                c.disarm(aid)
+                out.print(f"{aid} on {n}: disarmed")
+            return 0
+    raise UserError(f"no arm {aid!r} on any running node (rmqha real fault arms lists them)")
+
+
 def _fault(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
     kind = args.kind
+    if kind in ("point", "release", "disarm", "arms"):
+        return _agent_fault(spec, args, out)
     if kind == "status":
         print(json.dumps(_proxy(spec, {"op": "status"}), indent=1))
         return 0
@@ -387,10 +520,48 @@ def _status(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
         time.sleep(1.0)
 
 
+def _points(args: argparse.Namespace, out: Console) -> int:
+    versions = list(dict.fromkeys(args.version)) or maven.cached_versions()
+    checked: dict[str, A.Checked] = {}
+    for v in versions:
+        checked[v] = A.check(A.build(maven.fetch(v)))
+    rows: list[dict[str, Any]] = []
+    for p in P.POINTS:
+        per = {v: {k: d for k, d in c.points.get(p.name, {}).items() if k in ("found", "why")}
+               for v, c in checked.items()}
+        rows.append({"point": p.name, "kind": p.kind, "java": p.java, "cls": p.cls, "method": p.method, "at": p.at,
+                     "inside": p.inside, "sim": p.sim, "what": p.what, "args": p.args, "versions": per})
+    fixes: list[dict[str, Any]] = [
+        {"fix": f.finding, "switch": f.switch, "java": f.java, "where": f.where, "what": f.what,
+         "versions": {v: {k: d for k, d in c.fixes.get(f.finding, {}).items() if k in ("found", "why")}
+                      for v, c in checked.items()}} for f in P.FIXES]
+    if args.json:
+        print(json.dumps({"points": rows, "fixes": fixes, "versions": versions}))
+        return 0
+    # plain lines (not the console's wrapping): one per point, then one per fix
+    for r in rows:
+        where = r["java"] + (" (exit)" if r["at"] == "exit" else "")
+        if r["inside"]:
+            cls, meth = r["inside"].split("#")
+            where += f" inside {cls.rsplit('.', 1)[-1]}.{meth}"
+        vs = "  ".join(f"{v}: {'yes' if d.get('found') else 'NO (' + str(d.get('why')) + ')'}"
+                       for v, d in r["versions"].items())
+        print(f"{r['point']:24} {r['kind']:10} {where}")
+        print(f"{'':24} sim: {r['sim']}" + (f"; args: {', '.join(r['args'])}" if r["args"] else "")
+              + (f"; {vs}" if vs else ""))
+    for f in fixes:
+        vs = "  ".join(f"{v}: {'yes' if d.get('found') else 'not needed (' + str(d.get('why')) + ')'}"
+                       for v, d in f["versions"].items())
+        print(f"fix {f['fix']} ({f['switch']}, {f['java']}): {f['where']}: {f['what']}" + (f"; {vs}" if vs else ""))
+    if not versions:
+        out.print("no version fetched: rmqha real points --version V checks a version's jars", markup=False)
+    return 0
+
+
 def _test(args: argparse.Namespace, out: Console) -> int:
     cfg, profile = real_cfg(args)
     opts = RealTestOptions(Path(args.dir), cfg, profile, args.version, duration=args.duration, faults=args.faults,
-                           down=args.down, settle=args.settle, fresh=args.fresh)
+                           down=args.down, settle=args.settle, fresh=args.fresh, agent=agent_options(args))
     say = (lambda m: None) if args.json else (lambda m: out.print(m))
     r = run_test(opts, say)
     if args.json:
@@ -405,6 +576,12 @@ def _test(args: argparse.Namespace, out: Console) -> int:
             out.print(real_failover_line(f), markup=False)
         for n in r["notes"]:
             out.print(f"  note: {n}")
+        if r.get("agent"):
+            a = r["agent"]
+            out.print(f"  agent {a['version']}: fixes {', '.join(r['fixes']) or 'none'}"
+                      + (f" (applied {a['fixesApplied']})" if a.get("fixesApplied") else "")
+                      + (f"; not needed by {r['version']}: {a['fixesAbsent']}" if a.get("fixesAbsent") else "")
+                      + (f"; crashed at a point: {', '.join(a['crashed'])}" if a.get("crashed") else ""), markup=False)
         out.print(f"report: {r['report']}")
     return 0 if r["valid"] else 1
 
@@ -423,6 +600,7 @@ def _repro(args: argparse.Namespace, out: Console) -> int:
     if unknown:
         raise UserError(f"no reproduction of {unknown[0]!r} (known: {', '.join(sorted(REPROS))})")
     versions = list(args.version) or [maven.PINNED]
+    fixes = tuple(P.fix_ids(args.fix))
     C.preflight()
     ok = True
     for fid in args.ids:
@@ -433,13 +611,15 @@ def _repro(args: argparse.Namespace, out: Console) -> int:
                 folder = Path(args.dir) / fid / f"v{v}-{n}"
                 say = (lambda m: None) if args.json else (lambda m: out.print(f"  {m}"))
                 if not args.json:
-                    out.print(f"{fid} on RocketMQ {v}, run {n}: {r.how}")
-                o = run_repro(r, v, folder, n, say)
+                    out.print(f"{fid} on RocketMQ {v}, run {n}"
+                              + (f" with the fix rules {', '.join(fixes)}" if fixes else "") + f": {r.how}")
+                o = run_repro(r, v, folder, n, say, fixes=fixes)
                 rates.append(o.verdict)
-                ok = ok and o.verdict == REPRODUCED
+                ok = ok and o.verdict == (NOT_REPRODUCED if fixes else REPRODUCED)
                 if args.json:
                     print(json.dumps({k: getattr(o, k) for k in ("finding", "version", "run", "verdict", "invariant",
-                                                                    "why", "evidence", "seconds", "folder")}))
+                                                                    "why", "evidence", "seconds", "folder", "fixes",
+                                                                    "agent")}))
                     continue
                 style = {"reproduced": "red", "not reproduced": "green"}.get(o.verdict, "yellow")
                 out.print(f"[{style}]{o.verdict}[/]: {fid} ({o.invariant}) on RocketMQ {v} in {o.seconds:.0f} s: "

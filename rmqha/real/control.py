@@ -26,6 +26,7 @@ from typing import Any
 
 from ..cluster import rundir
 from ..impl.sim.config import Config, ConfigError
+from . import agent as A
 from . import maven, netns
 from .spec import RUN_FILE, SPEC_FILE, RealSpec, create, load
 
@@ -41,7 +42,7 @@ WATCH = ("CONTROLLER_ELECT_MASTER", "CONTROLLER_ALTER_SYNC_STATE_SET", "NOTIFY_B
 # removes these, and a folder holding anything else is never wiped (``rundir.py``).
 RUN_ENTRIES = frozenset({SPEC_FILE, SPEC_FILE + ".tmp", RUN_FILE, "nodes", "logs", "events", "clients", "proxy.json",
                          "classpath.txt", "supervisor.sock", "proxy.sock", "history.jsonl", "controller-log.jsonl",
-                         "trace.jsonl", "result.json", "report.html", "repro.json"})
+                         "trace.jsonl", "result.json", "report.html", "repro.json", "agent"})
 
 
 class RealError(RuntimeError):
@@ -114,7 +115,8 @@ def preflight() -> None:
 
 
 def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int, fresh: bool = False,
-       owner: int | None = None, say: Callable[[str], None] = lambda _m: None) -> RealSpec:
+       owner: int | None = None, say: Callable[[str], None] = lambda _m: None,
+       agent: A.AgentOptions | None = None) -> RealSpec:
     folder = folder.resolve()
     if folder.exists() and not folder.is_dir():
         raise RealError(f"--dir {folder}: exists and is not a folder")
@@ -138,9 +140,16 @@ def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int
         inst = maven.fetch(version)
     except maven.FetchError as exc:
         raise RealError(str(exc)) from None
+    agent_spec = None
+    if agent is not None:
+        say("the kit's agent (Byte Buddy) ...")
+        try:
+            agent_spec = A.run_spec(A.build(inst), agent)
+        except A.AgentError as exc:
+            raise RealError(str(exc)) from None
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        spec = create(folder, cfg, version=version, profile=profile, lifetime_s=lifetime_s)
+        spec = create(folder, cfg, version=version, profile=profile, lifetime_s=lifetime_s, agent=agent_spec)
     except ConfigError as exc:
         raise RealError(str(exc)) from None
     (folder / "events").mkdir(exist_ok=True)

@@ -13,6 +13,9 @@ however the block ends), starts the observer, and offers the harness's means as 
   ``consume`` (pull every queue from 0 for a while), ``admin`` (electMaster, cleanBrokerData, ...);
 * after or during the run: ``files()`` (every node's files, each broker's log up to its logical end),
   ``broker_log(node, pattern)`` (RocketMQ's own log lines), ``epochs(node)`` (the broker's epoch cache);
+* the kit's agent (``Lab(..., agent=AgentOptions(...))``; ``agent.py``, ``points.py``): ``arm`` (a point of a
+  node: crash, delay, pause, throw; the Nth hit, conditions on its arguments), ``release``, ``disarm``,
+  ``arm_at_start`` (for the node's next start: a point of the start-up), ``agent_events`` (its lines);
 * evidence: ``note(text)`` records a line of what happened, with the time, for the reproduction's report.
 
 Every action is a line of ``events/faults.jsonl`` (``nemesis.Nemesis`` records it), so a reproduction leaves the
@@ -30,11 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from ..impl.sim.config import Config
+from . import agent as A
 from . import control as C
 from .check import Files, read_files
 from .clients import Client, Observer, Tail
-from .nemesis import Nemesis
+from .nemesis import Nemesis, NemesisError
 from .observe import Snapshot, observe_args, run_tool
+from .points import ArmError, arm_request
 from .spec import RealSpec
 
 LOG_TIME = re.compile(r"^(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
@@ -56,13 +61,15 @@ class LabError(RuntimeError):
 
 class Lab:
     def __init__(self, folder: Path, cfg: Config, version: str, *, profile: str = "safe",
-                 say: Callable[[str], None] = lambda s: None, lifetime_s: int = 1800) -> None:
+                 say: Callable[[str], None] = lambda s: None, lifetime_s: int = 1800,
+                 agent: A.AgentOptions | None = None) -> None:
         self.folder = folder
         self.cfg = cfg
         self.version = version
         self.profile = profile
         self.say = say
         self.lifetime_s = lifetime_s
+        self.agent = agent
         self.notes: list[dict[str, Any]] = []
         self.clients: list[Client] = []
         self.producer: Client | None = None
@@ -73,7 +80,7 @@ class Lab:
     # ------------------------------------------------------------------------------------------ life
     def __enter__(self) -> Lab:
         self._spec = C.up(self.folder, self.cfg, version=self.version, profile=self.profile,
-                          lifetime_s=self.lifetime_s, fresh=True, owner=None, say=self.say)
+                          lifetime_s=self.lifetime_s, fresh=True, owner=None, say=self.say, agent=self.agent)
         obs_client = Client(self.spec, "observe", observe_args(self.spec, once=False, interval_ms=500))
         self.clients.append(obs_client)
         self._obs = Observer(self.spec, obs_client)
@@ -322,6 +329,40 @@ class Lab:
             raise LabError(f"admin {op}: no answer")
         self.note(f"admin {op} {' '.join(args)}: {'ok' if ans.get('ok') else ans.get('error')}")
         return ans
+
+    # ------------------------------------------------------------------------------------------ the agent
+    def arm(self, node: str, point: str, action: str, *, ms: int | None = None, nth: int = 1, count: int = 1,
+            when: tuple[str, ...] = (), exception: str | None = None) -> str:
+        """Arm ``point`` on ``node``'s agent; the arm's id (``release``, ``disarm``)."""
+        try:
+            req = arm_request(point, action, ms=ms, nth=nth, count=count, when=when, exception=exception)
+        except ArmError as exc:
+            raise LabError(str(exc)) from None
+        try:
+            return self.nem.arm(node, req)
+        except (A.AgentError, NemesisError) as exc:
+            raise LabError(f"arm {point} on {node}: {exc}") from None
+
+    def release(self, aid: str) -> int:
+        return self.nem.release(aid)
+
+    def disarm(self, aid: str) -> None:
+        self.nem.disarm(aid)
+
+    def arm_at_start(self, node: str, point: str, action: str, **kw: Any) -> None:
+        """Arm ``point`` from ``node``'s next start on (before RocketMQ's classes load: start-up points)."""
+        if self.spec.agent is None:
+            raise LabError("this lab runs without the agent")
+        self.nem._n += 1
+        req = {**arm_request(point, action, **kw), "id": f"a{self.nem._n}"}
+        self.spec.write_agent_config(node, [req])
+        self.nem.act("arm", node=node, id=req["id"], point=point, action=action, atStart=True)
+        self.nem.arms[str(req["id"])] = node
+
+    def agent_events(self, ev: str | None = None, node: str | None = None) -> list[dict[str, Any]]:
+        """The agent's lines so far (``events/agent.jsonl``), of one kind and one node if given."""
+        return [e for e in A.read_events(self.spec.agent_events)
+                if (ev is None or e.get("ev") == ev) and (node is None or e.get("node") == node)]
 
     # ------------------------------------------------------------------------------------------ the proxy's record
     def frames(self, since_ms: float = 0.0) -> list[dict[str, Any]]:

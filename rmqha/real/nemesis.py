@@ -12,6 +12,10 @@ the observer, and undoes itself after ``down`` seconds:
 * ``kill-controller``: SIGKILL the leading controller; restart it.
 * ``kill-controller-and-master``: SIGKILL the leading controller and the master together; restart both.
 * ``net-loss-master``: ``tc netem loss 30%`` on everything the master sends; lifted.
+* ``crash-at-role-change`` (the kit's agent, ``points.py``): every other broker is armed to crash at
+  ``role-change.master.1`` (``ReplicasManager.changeToMaster`` after the SyncStateSet, before the HA switch: the
+  simulator's ``crash-at role-change`` step 1); SIGKILL the master; the broker the controller elects halts inside
+  its role change; the arms left are disarmed; both restarted after ``down`` seconds.
 
 Every action is a line of ``D/events/faults.jsonl`` in the shape of the simulator's fault actions (``do``:
 ``crash``, ``restart``, ``pause``, ``resume``, ``partition``, ``heal``, ``net``; ``node``, ``id``, ``links``), ``t``
@@ -25,14 +29,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from . import agent as A
 from . import control as C
 from . import netns
 from .clients import Observer
 from .observe import Snapshot
+from .points import arm_request
 from .spec import RealSpec
 
 RECIPES = ("kill-master", "pause-master", "partition-master", "isolate-master", "kill-controller",
-           "kill-controller-and-master", "net-loss-master")
+           "kill-controller-and-master", "net-loss-master", "crash-at-role-change")
+AGENT_RECIPES = ("crash-at-role-change",)  # recipes that arm the agent's points: a run with one has the agent
 
 
 class NemesisError(RuntimeError):
@@ -52,6 +59,7 @@ class Nemesis:
         self.paused: set[str] = set()
         self.partitions: set[str] = set()
         self.netem: set[str] = set()
+        self.arms: dict[str, str] = {}  # arm id -> node
         self._n = 0
 
     def close(self) -> None:
@@ -121,6 +129,45 @@ class Nemesis:
         netns.clear_link_fault(self.spec.run, node)
         self.netem.discard(node)
 
+    # -------------------------------------------------------------------------------------------- the agent
+    def arm(self, node: str, req: dict[str, Any]) -> str:
+        """Arm a point of ``node``'s agent (``points.arm_request``); its id."""
+        if self.spec.agent is None:
+            raise NemesisError("this run has no agent (rmqha real up --agent, or a recipe that arms a point)")
+        if not req.get("id"):
+            self._n += 1
+            req = {**req, "id": f"a{self._n}"}
+        aid = str(req["id"])
+        self.act("arm", node=node, id=aid, point=req["point"], action=req["action"],
+                 **{k: req[k] for k in ("ms", "nth", "count", "when", "exception") if req.get(k)})
+        A.AgentClient(self.spec.agent_sock(node)).arm(req)
+        self.arms[aid] = node
+        return aid
+
+    def release(self, aid: str) -> int:
+        self.act("release", id=aid, node=self.arms.get(aid))
+        return A.AgentClient(self.spec.agent_sock(self.arms[aid])).release(aid)
+
+    def disarm(self, aid: str) -> None:
+        node = self.arms.pop(aid, None)
+        if node is None:
+            return
+        self.act("disarm", id=aid, node=node)
+        try:
+            A.AgentClient(self.spec.agent_sock(node)).disarm(aid)
+        except A.AgentError:
+            pass  # the node is down (it may be the one that crashed at the point): nothing left armed there
+
+    def exited(self, nodes: list[str], timeout: float) -> list[str]:
+        """Wait until one of ``nodes`` has exited (an agent's crash); those that have, with their status."""
+        end = time.monotonic() + timeout
+        while True:
+            st = C.supervise(self.spec, {"op": "status"})["nodes"]
+            gone = [n for n in nodes if st.get(n, {}).get("state") == "exited"]
+            if gone or time.monotonic() > end:
+                return gone
+            time.sleep(0.2)
+
     def _down(self, node: str) -> None:
         """The current recipe's context learns when the master it acts on went away (failovers count from it)."""
         ctx = self.context[-1] if self.context else None
@@ -184,6 +231,22 @@ class Nemesis:
             self.net(master, ["loss", "30%"])
             time.sleep(self.down_s + 2)
             self.net_clear(master)
+        elif recipe == "crash-at-role-change":
+            ids = {b: self.arm(b, arm_request("role-change.master.1", "crash")) for b in others}
+            self.kill(master, recipe)
+            halted = self.exited(others, 30.0)
+            for b, aid in ids.items():
+                if b in halted:
+                    self.arms.pop(aid, None)
+                    self.dead.add(b)
+                else:
+                    self.disarm(aid)
+            if not halted:
+                self.say("crash-at-role-change: no broker reached role-change.master.1 within 30 s")
+            time.sleep(self.down_s)
+            self.restart(master)
+            for b in halted:
+                self.restart(b)
         else:  # pragma: no cover - checked by the runner
             raise NemesisError(f"unknown recipe {recipe!r}")
 

@@ -8,8 +8,10 @@ The trace is the run in the kit's trace shape (``docs/trace-format.md``): a head
 run was created): the fault actions as ``act`` lines, and ``real`` lines whose observations are the client
 history (``client.send``, ``client.send-result``, ``client.seen``), a crash (``sim.crash``: the kit's kind for a
 process that died), and what the admin API showed when it changed: ``ctl.state`` (the leading controller's view
-of the set: master, masterEpoch, syncStateSetEpoch, SyncStateSet as node names) and ``brk.state`` (a broker's
-role, epoch entries and commit-log end).
+of the set: master, masterEpoch, syncStateSetEpoch, SyncStateSet as node names), ``brk.state`` (a broker's
+role, epoch entries and commit-log end) and, with the kit's agent, ``agent.event`` (each line the agent wrote
+from inside a JVM: an armed point's hit and its action, a fix rule's application; a crash at a point also a
+``sim.crash`` at the hit's time).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..impl.observations import BrkState, CtlState, RealObservation
+from ..impl.observations import AgentEvent, BrkState, CtlState, RealObservation
 from ..impl.sim.report import (
     DASH,
     escape,
@@ -31,6 +33,7 @@ from ..impl.sim.report import (
     timeline_svg,
 )
 from ..impl.trace import TraceRecorder
+from .agent import read_events
 from .check import Files, History
 from .observe import Snapshot
 from .spec import RealSpec
@@ -69,6 +72,21 @@ def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[tuple[int, RealO
     return out
 
 
+def agent_events(spec: RealSpec) -> list[tuple[int, list[dict[str, Any]]]]:
+    """The agent's lines as observations, each with its time (ms since the run was created)."""
+    out: list[tuple[int, list[dict[str, Any]]]] = []
+    for e in read_events(spec.agent_events):
+        rest = {k: v for k, v in e.items() if k not in ("t", "node", "ev", "point", "id", "action")}
+        o: AgentEvent = {"k": "agent.event", "n": str(e.get("node")), "ev": str(e.get("ev")),
+                         "point": e.get("point"), "id": e.get("id"), "action": e.get("action"), "data": rest}
+        obs: list[dict[str, Any]] = [dict(o)]
+        if e.get("ev") == "hit" and e.get("fired") and e.get("action") == "crash":
+            obs.append({"k": "sim.crash", "node": str(e.get("node")), "powerLoss": False, "lostBytes": 0,
+                        "at": str(e.get("point"))})
+        out.append((int(e.get("t", 0)) - spec.created_ms, obs))
+    return out
+
+
 def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list[Snapshot]) -> str:
     rec = TraceRecorder({"seed": 0, "maxSteps": 0, "maxTime": None, "bugs": [], "profile": spec.profile,
                          "config": spec.config, "faults": {"mode": "real", "events": result["faults"],
@@ -82,6 +100,8 @@ def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list
         merged.append((int(e["t"]), 1, {"ev": "real", "node": e["n"]}, [o]))
     for t, s in state_events(spec, snaps):
         merged.append((t, 1, {"ev": "real", "node": s["n"]}, [dict(s)]))
+    for t, obs in agent_events(spec):
+        merged.append((t, 1, {"ev": "real", "node": obs[0]["n"]}, obs))
     merged.sort(key=lambda x: (x[0], x[1]))
     for i, (t, _, line, obs) in enumerate(merged, 1):
         rec.step(i, t, line, obs)

@@ -25,10 +25,11 @@ from typing import Any
 
 from ..impl.sim.children import ending_on_signals
 from ..impl.sim.config import Config
+from . import agent as A
 from . import control as C
 from .check import evaluate
 from .clients import Client, Observer, Tail
-from .nemesis import RECIPES, Nemesis, NemesisError
+from .nemesis import AGENT_RECIPES, RECIPES, Nemesis, NemesisError
 from .observe import Snapshot, observe_args, run_tool
 from .report import write_outputs
 from .spec import RealSpec
@@ -48,6 +49,12 @@ class RealTestOptions:
     down: float = 5.0
     settle: float = 60.0
     fresh: bool = False
+    agent: A.AgentOptions | None = None  # the kit's agent (implied by a recipe that arms a point)
+
+    def agent_options(self) -> A.AgentOptions | None:
+        if self.agent is None and any(r in AGENT_RECIPES for r in self.faults):
+            return A.AgentOptions()
+        return self.agent
 
 
 def _whole(spec: RealSpec, s: Snapshot) -> bool:
@@ -76,7 +83,7 @@ def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, An
     t_begin = time.monotonic()
     lifetime = int(opts.duration + opts.settle + 300 + 60 * len(opts.faults))
     spec = C.up(opts.folder, opts.cfg, version=opts.version, profile=opts.profile, lifetime_s=lifetime,
-                fresh=opts.fresh, owner=os.getpid(), say=say)
+                fresh=opts.fresh, owner=os.getpid(), say=say, agent=opts.agent_options())
     say(f"up in {time.monotonic() - t_begin:.0f} s: {', '.join(spec.nodes)}")
     notes: list[str] = []
     timing: dict[str, float] = {"upS": round(time.monotonic() - t_begin, 1)}
@@ -137,9 +144,29 @@ def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, An
     say("down; checking")
     result = evaluate(spec, nem.events if nem else [], nem.context if nem else [], notes)
     result.update(profile=opts.profile, version=opts.version, duration=opts.duration, recipes=list(opts.faults),
-                  timing=timing, wallSeconds=round(time.monotonic() - t_begin, 1))
+                  timing=timing, wallSeconds=round(time.monotonic() - t_begin, 1), **agent_result(spec))
     result["report"] = write_outputs(spec, result)
     return result
+
+
+def agent_result(spec: RealSpec) -> dict[str, Any]:
+    """What a run's result says of the agent: ``fixes`` (active), ``agent`` (its version, the fixes the version
+    has no method for, the points it lacks, its events by kind, each fix's applications); without the agent,
+    ``fixes`` [] and ``agent`` null."""
+    if spec.agent is None:
+        return {"fixes": [], "agent": None}
+    events = A.read_events(spec.agent_events)
+    by_ev: dict[str, int] = {}
+    applied: dict[str, int] = {}
+    for e in events:
+        by_ev[str(e.get("ev"))] = by_ev.get(str(e.get("ev")), 0) + 1
+        if e.get("ev") == "fix":
+            applied[str(e.get("fix"))] = applied.get(str(e.get("fix")), 0) + 1
+    return {"fixes": list(spec.agent["fixes"]),
+            "agent": {"version": spec.agent["agentVersion"], "fixesAbsent": spec.agent.get("fixesAbsent", {}),
+                      "missingPoints": spec.agent.get("missingPoints", {}), "events": by_ev, "fixesApplied": applied,
+                      "crashed": [f"{e['node']} at {e.get('point')}" for e in events
+                                  if e.get("ev") == "hit" and e.get("fired") and e.get("action") == "crash"]}}
 
 
 def _create_topic(spec: RealSpec, warm: Snapshot, say: Callable[[str], None], notes: list[str]) -> None:

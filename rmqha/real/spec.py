@@ -25,6 +25,7 @@ from typing import Any
 from ..cluster.spec import LOCAL_TIMING
 from ..impl.sim.config import PROFILES, Config, ConfigError, config_from_dict
 from .netns import Host
+from .points import POINTS
 
 SPEC_FILE = "real.json"
 RUN_FILE = "running"  # present while the cluster is up; the supervisor ends the cluster once it is gone
@@ -121,6 +122,9 @@ class RealSpec:
     created_ms: int
     nameserver: str = "ns"
     kit_only: list[str] = field(default_factory=list)
+    # the kit's Java agent, when the run asked for it (``agent.py``): {"jar", "agentVersion", "fixes",
+    # "fixesAbsent", "maxPauseMs"}; None: every JVM starts exactly as without the agent
+    agent: dict[str, Any] | None = None
 
     # ------------------------------------------------------------------ topology
     @property
@@ -209,6 +213,30 @@ class RealSpec:
     def proxy_sock(self) -> Path:
         return self.dir / "proxy.sock"
 
+    def agent_sock(self, node: str) -> Path:
+        """The node's agent control socket (a path: it reaches the JVM in its namespace)."""
+        return self.dir / "agent" / f"{node}.sock"
+
+    def agent_config_path(self, node: str) -> Path:
+        return self.dir / "agent" / f"{node}.json"
+
+    @property
+    def agent_events(self) -> Path:
+        return self.dir / "events" / "agent.jsonl"
+
+    def write_agent_config(self, node: str, arms: list[dict[str, Any]] | None = None) -> Path:
+        """The node's agent config (``Agent.premain`` reads it at each start): the catalogue, the fixes, and
+        ``arms`` to set before RocketMQ's classes load (a point of the start-up, e.g. recovery)."""
+        assert self.agent is not None
+        path = self.agent_config_path(node)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cfg = {"node": node, "kind": self.kind(node), "socket": str(self.agent_sock(node)),
+               "events": str(self.agent_events), "version": self.version,
+               "agentVersion": self.agent["agentVersion"], "maxPauseMs": self.agent["maxPauseMs"],
+               "fixes": list(self.agent["fixes"]), "points": [p.to_json() for p in POINTS], "arms": arms or []}
+        path.write_text(json.dumps(cfg, indent=1), encoding="utf-8")
+        return path
+
     # ------------------------------------------------------------------ properties
     def properties(self, node: str) -> dict[str, str]:
         cfg = self.cfg
@@ -255,7 +283,8 @@ class RealSpec:
 
     def java_argv(self, node: str, classpath: str) -> list[str]:
         d = self.node_dir(node)
-        return ["java", *JVM_OPTS, f"-Drocketmq.home.dir={d}", f"-Duser.home={d / 'home'}",
+        agent = [f"-javaagent:{self.agent['jar']}={self.agent_config_path(node)}"] if self.agent else []
+        return ["java", *JVM_OPTS, *agent, f"-Drocketmq.home.dir={d}", f"-Duser.home={d / 'home'}",
                 "-cp", classpath, MAIN_CLASS[self.kind(node)], "-c", str(self.properties_path(node))]
 
     # ------------------------------------------------------------------ persistence
@@ -263,7 +292,7 @@ class RealSpec:
         return {"run": self.run, "version": self.version, "controllerType": self.controller_type,
                 "controllers": self.controllers, "brokers": self.brokers, "config": self.config,
                 "profile": self.profile, "lifetimeS": self.lifetime_s, "createdMs": self.created_ms,
-                "kitOnly": self.kit_only}
+                "kitOnly": self.kit_only, "agent": self.agent}
 
     def save(self) -> None:
         tmp = self.dir / (SPEC_FILE + ".tmp")
@@ -271,7 +300,11 @@ class RealSpec:
         tmp.replace(self.dir / SPEC_FILE)
 
 
-def create(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int) -> RealSpec:
+UNIX_PATH_MAX = 107  # sun_path's 108 bytes, less the terminating NUL
+
+
+def create(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int,
+           agent: dict[str, Any] | None = None) -> RealSpec:
     folder = folder.resolve()
     n_ctl = cfg.cluster.controllers
     ctype = "jRaft" if cfg.controller.controller_type.lower() == "jraft" else "DLedger"
@@ -279,11 +312,17 @@ def create(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s:
                       if (n := f.metadata.get("java")) in KIT_ONLY and getattr(sec, f.name) != f.default)
     spec = RealSpec(folder, run_id(folder), version, ctype, [f"c{i}" for i in range(n_ctl)],
                     [f"b{i + 1}" for i in range(cfg.cluster.brokers)], cfg.to_dict(), profile, lifetime_s,
-                    int(time.time() * 1000), kit_only=kit_only)
+                    int(time.time() * 1000), kit_only=kit_only, agent=agent)
     for sub in ("nodes", "logs"):
         (folder / sub).mkdir(parents=True, exist_ok=True)
     for n in spec.nodes:
         spec.write_properties(n)
+        if agent is not None:
+            sock = spec.agent_sock(n)
+            if len(str(sock).encode()) > UNIX_PATH_MAX:
+                raise ConfigError(f"the run folder {folder} is too long a path for the agent's socket {sock} "
+                                  f"(at most {UNIX_PATH_MAX} bytes): choose a shorter --dir")
+            spec.write_agent_config(n)
     spec.save()
     return spec
 
@@ -294,7 +333,8 @@ def load(folder: Path) -> RealSpec:
         d = json.loads(path.read_text(encoding="utf-8"))
         return RealSpec(folder.resolve(), str(d["run"]), str(d["version"]), str(d["controllerType"]),
                         list(d["controllers"]), list(d["brokers"]), dict(d["config"]), str(d["profile"]),
-                        int(d["lifetimeS"]), int(d["createdMs"]), kit_only=list(d.get("kitOnly", [])))
+                        int(d["lifetimeS"]), int(d["createdMs"]), kit_only=list(d.get("kitOnly", [])),
+                        agent=dict(d["agent"]) if d.get("agent") else None)
     except FileNotFoundError:
         raise ConfigError(f"no real cluster in {folder} (run `rmqha real up --dir {folder}` first)") from None
     except OSError as exc:

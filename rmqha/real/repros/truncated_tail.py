@@ -76,8 +76,8 @@ def truncated_tail(lab: Lab) -> Verdict:
                  and r.get("status") != "SEND_OK"]
     evidence = [f"{n} was elected master; its epoch starts at {start_n}; {m} held bytes to {tail_end}",
                 f"{m} truncated to {logical} (admin: commitLogMaxOffset) and was SIGKILLed right after",
-                f"{m}'s files then held whole messages to {stale.get('filesEnd')} ({stale.get('messagesPast')} "
-                f"messages past {logical})",
+                (f"{m}'s files then held whole messages to {stale.get('filesEnd')} ({stale.get('messagesPast')} "
+                 f"messages past {logical})" if stale else f"{m}'s files then held no whole message past {logical}"),
                 f"{m}'s store log after the restart: {lines[-1].strip()[:200]}",
                 f"the producer's unacknowledged sends to {m} while it was cut: "
                 + (", ".join(f"{r['key']} {r.get('status')} {str(r.get('error', ''))[:40]}" for r in cut_sends)
