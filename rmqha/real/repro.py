@@ -87,6 +87,7 @@ class Outcome:
     seconds: float
     folder: str
     data: dict[str, Any] = field(default_factory=dict)
+    rocketmq: dict[str, Any] = field(default_factory=dict)  # which release each jar came from (C.rocketmq_of)
 
 
 def run_repro(r: Repro, version: str, folder: Path, run: int = 1,
@@ -109,7 +110,7 @@ def run_repro(r: Repro, version: str, folder: Path, run: int = 1,
         v = Verdict(INCONCLUSIVE, why=f"the reproduction raised {type(exc).__name__}: {exc}",
                     data={"traceback": traceback.format_exc()})
     out = Outcome(r.id, version, run, v.verdict, r.invariant, v.why, v.evidence, lab.notes,
-                  round(time.monotonic() - t0, 1), str(folder), v.data)
+                  round(time.monotonic() - t0, 1), str(folder), v.data, C.rocketmq_of(folder))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "repro.json").write_text(json.dumps(asdict(out), indent=1, sort_keys=True, default=str),
                                        encoding="utf-8")
