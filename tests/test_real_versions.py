@@ -65,7 +65,7 @@ def test_a_folder_that_is_not_a_build_is_refused_in_one_line(tmp_path: Path,
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     empty = tmp_path / "empty"
     empty.mkdir()
-    with pytest.raises(maven.FetchError, match="no .jar in it"):
+    with pytest.raises(maven.FetchError, match=r"no \.jar in it"):
         maven.register_build(empty)
     with pytest.raises(maven.FetchError, match="not a folder"):
         maven.register_build(tmp_path / "nowhere")

@@ -370,10 +370,10 @@ def register_build(folder: Path, *, quiet: bool = True, timeout: float = 900) ->
     if not all(cls in names for cls in HARNESS_CLASSES) or len(jars) < 20:
         # RocketMQ's own jars without their dependencies, or without what the harness drives: the base release's
         # jars for every artifact the folder lacks
-        for j in fetch(base, quiet=quiet, timeout=timeout).jars:
-            a = jar_artifact(j)
+        for dep in fetch(base, quiet=quiet, timeout=timeout).jars:
+            a = jar_artifact(dep)
             if a is None or a[0] not in own:
-                filled.append(j)
+                filled.append(dep)
     d = install_dir(name)
     d.mkdir(parents=True, exist_ok=True)
     all_jars = (*[str(j) for j in jars], *filled)
