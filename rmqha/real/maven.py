@@ -87,6 +87,8 @@ _BUILD_RE = re.compile(r"^build-[0-9a-f]{8}$")
 # The code under test: a build must hold these (the rest may come from a release the kit knows).
 BUILD_NEEDS = {"org/apache/rocketmq/broker/BrokerStartup.class": "BrokerStartup (rocketmq-broker)",
                "org/apache/rocketmq/controller/ControllerStartup.class": "ControllerStartup (rocketmq-controller)"}
+# Two third-party classes every RocketMQ node loads: a folder without them holds RocketMQ's jars only.
+THIRD_PARTY = ("io/netty/channel/Channel.class", "com/alibaba/fastjson/JSON.class")
 # What the harness runs besides: a build lacking them takes them from its base release.
 HARNESS_CLASSES = ("org/apache/rocketmq/namesrv/NamesrvStartup.class",
                    "org/apache/rocketmq/tools/admin/DefaultMQAdminExt.class",
@@ -367,9 +369,9 @@ def register_build(folder: Path, *, quiet: bool = True, timeout: float = 900) ->
     base = _nearest_release(says)
     own = {a[0] for j in jars if (a := jar_artifact(str(j)))}
     filled: list[str] = []
-    if not all(cls in names for cls in HARNESS_CLASSES) or len(jars) < 20:
+    if not all(cls in names for cls in (*HARNESS_CLASSES, *THIRD_PARTY)):
         # RocketMQ's own jars without their dependencies, or without what the harness drives: the base release's
-        # jars for every artifact the folder lacks
+        # jars for every artifact the folder lacks (a whole distribution's lib/ takes nothing)
         for dep in fetch(base, quiet=quiet, timeout=timeout).jars:
             a = jar_artifact(dep)
             if a is None or a[0] not in own:
