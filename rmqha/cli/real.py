@@ -1,7 +1,7 @@
 """``rmqha real``: real RocketMQ from Maven Central under the kit (``rmqha.real``; docs/real.md).
 
-    rmqha real versions [--json]                 rmqha real fetch [--version V]
-    rmqha real up [--version V] [--controllers 1|3] [--controller-type dledger|jraft] [--brokers N]
+    rmqha real versions [--json]                 rmqha real fetch [--version V | --build DIR]
+    rmqha real up [--version V | --build DIR] [--controllers 1|3] [--controller-type dledger|jraft] [--brokers N]
                   [--config FILE] [--profile P] [--dir D] [--lifetime S] [--fresh]
     rmqha real status [--dir D] [--json] [--watch S]
     rmqha real kill NODE [--signal KILL|STOP|CONT|TERM]   rmqha real pause NODE   rmqha real resume NODE
@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -65,14 +66,23 @@ SIGNALS = ("KILL", "STOP", "CONT", "TERM")
 
 
 def _version(text: str) -> str:
-    """``type=``: a RocketMQ 5.x release number (``maven.check_version``)."""
+    """``type=``: a RocketMQ 5.x release number, or a registered build's name (``maven.check_version``)."""
     try:
         if text != text.strip():
             raise maven.FetchError(text)
         return maven.check_version(text)
     except maven.FetchError:
         raise argparse.ArgumentTypeError(f"must be a RocketMQ 5.x release number like {maven.PINNED} (known: "
-                                         f"{', '.join(v.version for v in maven.KNOWN)}), got {text!r}") from None
+                                         f"{', '.join(v.version for v in maven.KNOWN)}) or a build registered with "
+                                         f"--build, got {text!r}") from None
+
+
+def _build(args: argparse.Namespace) -> str | None:
+    """``--build DIR``: register the user's build (one line if the folder is not one) and return its name."""
+    folder = getattr(args, "build", None)
+    if not folder:
+        return None
+    return maven.register_build(Path(folder), quiet=True).version
 
 
 _recipes = recipe_list(RECIPES)  # ``type=`` of --faults
@@ -108,6 +118,9 @@ def register(sub: Any) -> dict[str, Handler]:
                                                             "own files; a cluster that is up is never touched)")
         p.add_argument("--version", type=_version, default=maven.PINNED,
                        help=f"RocketMQ version (default {maven.PINNED})")
+        p.add_argument("--build", type=folder_path, metavar="DIR",
+                       help="a RocketMQ build of your own instead of a release: a distribution's lib/ or a folder of "
+                            "jars (what it lacks, e.g. third-party jars, comes from the nearest release)")
         p.add_argument("--controllers", type=int, choices=(1, 3), help="controller nodes (default: the profile's, 1)")
         p.add_argument("--controller-type", choices=("dledger", "jraft"), help="DLedger (default) or JRaft")
         p.add_argument("--brokers", type=int_in(1, 9), help="brokers in the set (default 3)")
@@ -131,6 +144,9 @@ def register(sub: Any) -> dict[str, Handler]:
     pts.add_argument("--json", action="store_true")
     f = rs.add_parser("fetch", help="resolve a RocketMQ version with Maven and print its classpath")
     f.add_argument("--version", type=_version, default=maven.PINNED, help=f"a 5.x release (default {maven.PINNED})")
+    f.add_argument("--build", type=folder_path, metavar="DIR",
+                   help="register a RocketMQ build of your own (a distribution's lib/ or a folder of jars); prints "
+                        "its name, which --version then takes")
 
     up = with_dir(rs.add_parser("up", help="start a nameserver, controller(s) and a broker set in controller mode"),
                   new=True)
@@ -190,6 +206,8 @@ def register(sub: Any) -> dict[str, Handler]:
     rp.add_argument("--list", action="store_true", help="list the reproductions and what each does")
     rp.add_argument("--version", type=_version, action="append", default=[],
                     help=f"RocketMQ version(s) (default {maven.PINNED}; repeatable)")
+    rp.add_argument("--build", type=folder_path, metavar="DIR",
+                    help="also run on a RocketMQ build of your own (a distribution's lib/ or a folder of jars)")
     rp.add_argument("--repeat", type=int_in(1, 1000), default=1,
                     help="runs per version (a rate for timing-dependent ones)")
     rp.add_argument("--dir", type=output_dir, default="runs/real-repro",
@@ -308,16 +326,17 @@ def agent_line(spec: RealSpec) -> str | None:
 def _dispatch(args: argparse.Namespace, out: Console) -> int:
     cmd = args.real_cmd
     if cmd == "versions":
-        have = set(maven.cached_versions())
-        rows = [{"version": v.version, "fetched": v.version in have, "why": v.why} for v in maven.KNOWN]
-        if args.json:
-            print(json.dumps(rows))
-        else:
-            for r in rows:
-                out.print(f"{r['version']:8} {'fetched' if r['fetched'] else '-':8} {r['why']}")
-        return 0
+        return _versions(args, out)
+    built = _build(args)
+    if built and cmd in ("up", "test", "fetch"):
+        args.version = built
+    elif built and cmd == "repro":
+        args.version = [*args.version, built]
     if cmd == "fetch":
         inst = maven.fetch(args.version)
+        if built:
+            out.print(f"{inst.version}: {inst.describe()}; run it with --version {inst.version} or --build",
+                      highlight=False)
         print(inst.classpath)
         return 0
     if cmd == "points":
@@ -497,6 +516,31 @@ def _fault(spec: RealSpec, args: argparse.Namespace, out: Console) -> int:
     _proxy(spec, req)
     out.print(f"{fid}: {kind} {args.code}" + (f" from {req['from']}" if req["from"] else "") +
               (f" to {req['to']}" if req["to"] else ""))
+    return 0
+
+
+def _versions(args: argparse.Namespace, out: Console) -> int:
+    have = set(maven.cached_versions())
+    rows: list[dict[str, Any]] = [
+        {"version": v.version, "fetched": v.version in have, "why": v.why,
+         "parts": v.parts() if v.borrowed else {}, "base": v.base} for v in maven.KNOWN]
+    rows += [{"version": b.version, "fetched": True, "why": b.describe(), "parts": b.parts, "base": None,
+              "build": b.build} for b in maven.cached_builds()]
+    if args.json:
+        print(json.dumps(rows))
+        return 0
+    width = max(40, out.width)
+    for r in rows:
+        out.print(f"{r['version']} ({'fetched' if r['fetched'] else 'not fetched'})", highlight=False)
+        lines = [r["why"]]
+        if r["parts"]:
+            by: dict[str, list[str]] = {}
+            for art, ver in sorted(r["parts"].items()):
+                by.setdefault(ver, []).append(art)
+            lines += [f"{ver}'s {', '.join(arts)}" for ver, arts in sorted(by.items())]
+        for text in lines:
+            for ln in textwrap.wrap(text, width - 4, break_on_hyphens=False):
+                out.print(f"    {ln}", highlight=False, soft_wrap=True)
     return 0
 
 

@@ -95,7 +95,7 @@ def _run(cmd: list[str], what: str, timeout: float) -> str:
 def build(install: maven.Install) -> AgentBuild:
     """The agent for ``install``'s RocketMQ version, from the cache or built now."""
     key = sources_key()
-    d = maven.cache_root() / "agent" / f"{install.version}-{key}"
+    d = maven.cache_root() / "agent" / f"{install.version}-{install.dir.name}-{key}"  # the jars it was compiled against
     jar = d / JAR
     bb = d / f"byte-buddy-{BYTE_BUDDY}.jar"
     if jar.is_file() and bb.is_file():

@@ -38,11 +38,13 @@ WATCH = ("CONTROLLER_ELECT_MASTER", "CONTROLLER_ALTER_SYNC_STATE_SET", "NOTIFY_B
          "CLEAN_BROKER_DATA", "CONTROLLER_GET_REPLICA_INFO", "REGISTER_BROKER")
 
 
+ROCKETMQ_FILE = "rocketmq.json"  # which release each RocketMQ jar of the run came from (``up``)
+
 # What a real run's folder holds (spec.py, this module, supervisor.py, clients.py, report.py, repro.py): ``--fresh``
 # removes these, and a folder holding anything else is never wiped (``rundir.py``).
 RUN_ENTRIES = frozenset({SPEC_FILE, SPEC_FILE + ".tmp", RUN_FILE, "nodes", "logs", "events", "clients", "proxy.json",
-                         "classpath.txt", "supervisor.sock", "proxy.sock", "history.jsonl", "controller-log.jsonl",
-                         "trace.jsonl", "result.json", "report.html", "repro.json", "agent"})
+                         "classpath.txt", ROCKETMQ_FILE, "supervisor.sock", "proxy.sock", "history.jsonl",
+                         "controller-log.jsonl", "trace.jsonl", "result.json", "report.html", "repro.json", "agent"})
 
 
 class RealError(RuntimeError):
@@ -114,6 +116,15 @@ def preflight() -> None:
             raise RealError(f"no `{exe}` on PATH (rmqha doctor says how to install it)")
 
 
+def rocketmq_of(folder: Path) -> dict[str, Any]:
+    """What a run's RocketMQ was made of (``maven.Install.summary``), as ``up`` recorded it; {} before that."""
+    try:
+        got = json.loads((folder / ROCKETMQ_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return got if isinstance(got, dict) else {}
+
+
 def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int, fresh: bool = False,
        owner: int | None = None, say: Callable[[str], None] = lambda _m: None,
        agent: A.AgentOptions | None = None) -> RealSpec:
@@ -156,6 +167,8 @@ def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int
     (folder / "proxy.json").write_text(json.dumps(proxy_config(spec), indent=1), encoding="utf-8")
     cp_file = folder / "classpath.txt"
     cp_file.write_text(inst.classpath + "\n", encoding="utf-8")
+    # which release each RocketMQ jar came from (a hybrid release or a user's build says so in every result)
+    (folder / ROCKETMQ_FILE).write_text(json.dumps(inst.summary(), indent=1, sort_keys=True), encoding="utf-8")
     say(f"network namespaces rmqha-{spec.run}-* ...")
     try:
         netns.setup(spec.run, spec.hosts())

@@ -96,6 +96,7 @@ class Outcome:
     data: dict[str, Any] = field(default_factory=dict)
     fixes: list[str] = field(default_factory=list)  # the fix rules active in the run's JVMs
     agent: dict[str, Any] | None = None  # the agent's version, fixesAbsent, events by kind; None: no agent
+    rocketmq: dict[str, Any] = field(default_factory=dict)  # which release each jar came from (C.rocketmq_of)
 
 
 def agent_evidence(events: list[dict[str, Any]]) -> list[str]:
@@ -149,7 +150,7 @@ def run_repro(r: Repro, version: str, folder: Path, run: int = 1,
         agent_info = {"version": spec.agent["agentVersion"], "fixesAbsent": spec.agent.get("fixesAbsent", {}),
                       "events": by_ev}
     out = Outcome(r.id, version, run, v.verdict, r.invariant, v.why, evidence, lab.notes,
-                  round(time.monotonic() - t0, 1), str(folder), v.data, list(fixes), agent_info)
+                  round(time.monotonic() - t0, 1), str(folder), v.data, list(fixes), agent_info, C.rocketmq_of(folder))
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "repro.json").write_text(json.dumps(asdict(out), indent=1, sort_keys=True, default=str),
                                        encoding="utf-8")

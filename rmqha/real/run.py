@@ -143,7 +143,8 @@ def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, An
         C.down(spec.dir)
     say("down; checking")
     result = evaluate(spec, nem.events if nem else [], nem.context if nem else [], notes)
-    result.update(profile=opts.profile, version=opts.version, duration=opts.duration, recipes=list(opts.faults),
+    result.update(profile=opts.profile, version=opts.version, rocketmq=C.rocketmq_of(spec.dir),
+                  duration=opts.duration, recipes=list(opts.faults),
                   timing=timing, wallSeconds=round(time.monotonic() - t_begin, 1), **agent_result(spec))
     result["report"] = write_outputs(spec, result)
     return result
