@@ -42,6 +42,7 @@ class AgentOptions:
 
     fixes: tuple[str, ...] = ()
     max_pause_ms: int = 120_000
+    compat: bool = False  # a hybrid release's bridges (maven.Version.compat; java/agent/Compat.java)
 
 
 class AgentError(RuntimeError):
@@ -143,7 +144,7 @@ def run_spec(b: AgentBuild, opts: AgentOptions) -> dict[str, Any]:
               if not chk.fixes.get(f, {}).get("found")}
     missing = {p: str(d.get("why", "")) for p, d in chk.points.items() if not d.get("found")}
     return {"jar": str(b.jar), "agentVersion": b.agent_version, "fixes": list(opts.fixes), "fixesAbsent": absent,
-            "maxPauseMs": opts.max_pause_ms, "missingPoints": missing}
+            "maxPauseMs": opts.max_pause_ms, "missingPoints": missing, "compat": opts.compat}
 
 
 def check(b: AgentBuild) -> Checked:

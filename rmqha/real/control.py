@@ -12,6 +12,7 @@ whatever is left in the run's namespaces itself and deletes them. Either way not
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -152,6 +153,8 @@ def up(folder: Path, cfg: Config, *, version: str, profile: str, lifetime_s: int
     except maven.FetchError as exc:
         raise RealError(str(exc)) from None
     agent_spec = None
+    if inst.compat:  # a hybrid whose jars need the agent's bridges: every JVM runs with the agent
+        agent = dataclasses.replace(agent or A.AgentOptions(), compat=True)
     if agent is not None:
         say("the kit's agent (Byte Buddy) ...")
         try:

@@ -58,6 +58,9 @@ class Version:
     why: str
     base: str | None = None  # a hybrid: the whole release the missing artifacts come from
     borrowed: tuple[str, ...] = ()  # a hybrid: the artifacts Maven Central does not serve for this release
+    # a hybrid whose later jars call members the earlier ones lack: every JVM runs with the kit's agent and its
+    # bridges (rmqha/real/java/agent/Compat.java), which add those members
+    compat: bool = False
 
     def parts(self) -> dict[str, str]:
         """RocketMQ artifact -> the release its jar is taken from."""
@@ -73,7 +76,7 @@ KNOWN: tuple[Version, ...] = (
                      "other members), so the broker module is 5.3.3's: 5.3.4's broker-side changes (#9845, #9404) are "
                      "not in it",
             base="5.3.3", borrowed=("common", "remoting", "client", "srvutil", "filter", "auth", "tools",
-                                    "tiered-store", "broker")),
+                                    "tiered-store", "broker"), compat=True),
     Version("5.4.0", "the first release with PR #9897 (removeConnection shrinks the local SyncStateSet) and #9942 "
                      "(doTruncate keeps the epoch entry)"),
     Version("5.5.0", "the newest 5.x Maven Central serves whole"),
@@ -163,6 +166,12 @@ class Install:
     build: dict[str, str] = field(default_factory=dict)  # a user's build: its folder, the version its jars say
 
     @property
+    def compat(self) -> bool:
+        """Whether its JVMs need the agent's bridges (``Version.compat``)."""
+        v = known(self.version)
+        return bool(v and v.compat)
+
+    @property
     def parts(self) -> dict[str, str]:
         """RocketMQ artifact -> the version of its jar on the classpath; of a user's build, ``build`` for the
         artifacts its folder holds (the rest came from its base release)."""
@@ -185,6 +194,8 @@ class Install:
     def summary(self) -> dict[str, object]:
         """What a run's result records of its RocketMQ."""
         out: dict[str, object] = {"version": self.version, "parts": self.parts, "what": self.describe()}
+        if self.compat:
+            out["bridged"] = "the agent's bridges (Compat.java) add the members its later jars call"
         if self.build:
             out["build"] = dict(self.build)
         return out

@@ -233,7 +233,8 @@ class RealSpec:
         cfg = {"node": node, "kind": self.kind(node), "socket": str(self.agent_sock(node)),
                "events": str(self.agent_events), "version": self.version,
                "agentVersion": self.agent["agentVersion"], "maxPauseMs": self.agent["maxPauseMs"],
-               "fixes": list(self.agent["fixes"]), "points": [p.to_json() for p in POINTS], "arms": arms or []}
+               "fixes": list(self.agent["fixes"]), "points": [p.to_json() for p in POINTS], "arms": arms or [],
+               "compat": bool(self.agent.get("compat"))}
         path.write_text(json.dumps(cfg, indent=1), encoding="utf-8")
         return path
 

@@ -90,6 +90,9 @@ public final class Agent {
         Failpoints.kind = String.valueOf(cfg.get("kind"));
         Failpoints.maxPauseMs = Failpoints.num(cfg, "maxPauseMs", Failpoints.maxPauseMs);
         Failpoints.load((List<Object>) cfg.getOrDefault("points", new ArrayList<>()));
+        if (Boolean.TRUE.equals(cfg.get("compat"))) {
+            Compat.install(inst);  // a hybrid release's bridges (Compat.java), before any RocketMQ class loads
+        }
 
         Map<String, List<Spec>> byClass = new LinkedHashMap<>();
         for (Failpoints.Point p : Failpoints.mine()) {
