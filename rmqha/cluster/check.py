@@ -34,6 +34,7 @@ from typing import Any
 
 from ..impl.invariants.progress import task_overdue
 from ..impl.invariants.settle import periodic_allowance
+from ..impl.sim.provenance import provenance
 from ..impl.sim.settle import timeouts
 from ..impl.store.commitlog import CommitLog
 from ..impl.trace import TraceRecorder
@@ -261,8 +262,8 @@ def merged_trace(spec: ClusterSpec, events: list[dict[str, Any]], faults: list[d
                  verdict: Verdict) -> str:
     """The run in the kit's trace shape (``docs/trace-format.md``): fault actions as ``act`` lines, each node's
     observations as ``real`` lines. It is a record, not a replayable run: its header says ``"mode": "real"``."""
-    rec = TraceRecorder({"seed": spec.seed, "maxSteps": 0, "maxTime": None, "bugs": spec.bugs, "profile": "cluster",
-                         "config": spec.config, "faults": {"mode": "real", "events": faults}})
+    rec = TraceRecorder({**provenance(), "seed": spec.seed, "maxSteps": 0, "maxTime": None, "bugs": spec.bugs,
+                         "profile": "cluster", "config": spec.config, "faults": {"mode": "real", "events": faults}})
     merged: list[tuple[int, int, dict[str, Any]]] = [(f["t"], 0, {"ev": "act", "act": f}) for f in faults] + \
              [(e["t"], 1, {"ev": "real", "node": e["n"], "obs": [_obs(e)]}) for e in events]
     merged.sort(key=lambda x: (x[0], x[1]))

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..impl.observations import BrkState, CtlState, RealObservation
+from ..impl.sim.provenance import provenance
 from ..impl.sim.report import (
     DASH,
     escape,
@@ -70,7 +71,7 @@ def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[tuple[int, RealO
 
 
 def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list[Snapshot]) -> str:
-    rec = TraceRecorder({"seed": 0, "maxSteps": 0, "maxTime": None, "bugs": [], "profile": spec.profile,
+    rec = TraceRecorder({**provenance(), "seed": 0, "maxSteps": 0, "maxTime": None, "bugs": [], "profile": spec.profile,
                          "config": spec.config, "faults": {"mode": "real", "events": result["faults"],
                                                            "rocketmq": spec.version}})
     merged: list[tuple[int, int, dict[str, Any], list[dict[str, Any]]]] = []
