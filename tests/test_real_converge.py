@@ -1,0 +1,99 @@
+"""The settle of a real run (``rmqha/real/converge.py``, issue 30 item 3): it waits on what the admin API shows
+converging, within a bound that follows the run's pace; a slow run converges later (a slower figure), a stuck one is
+judged on what it shows, one still moving at the cap is not judged. Snapshot sequences stand in for the cluster."""
+
+from __future__ import annotations
+
+from rmqha.real import check as K
+from rmqha.real.converge import CAP_FACTOR, PACE_FACTOR, QUIET_MIN_S, SETTLED, Bounds, Convergence
+from rmqha.real.observe import BrokerView, ControllerView, Snapshot
+
+BROKERS = ["b1", "b2", "b3"]
+
+
+def snap(master_epoch_cached: int = 2, b3_max: int = 900, b3_ok: bool = True, master_epoch: int = 2) -> Snapshot:
+    """The controller names b1 (id 1) master at ``master_epoch``; b1's epoch cache ends at ``master_epoch_cached``."""
+    ctl = ControllerView("c0", True, is_leader=True, master="b1", master_id=1, master_epoch=master_epoch,
+                         sss=[1, 2, 3], ids={1: "b1", 2: "b2", 3: "b3"}, alive={1: True, 2: True, 3: True})
+    brokers = {"b1": BrokerView("b1", True, broker_id=1, role="MASTER", max_offset=900, confirm_offset=900,
+                                epochs=[(1, 0, 500), (master_epoch_cached, 500, -1)] if master_epoch_cached > 1
+                                else [(1, 0, -1)]),
+               "b2": BrokerView("b2", True, broker_id=2, role="SLAVE", max_offset=900),
+               "b3": BrokerView("b3", b3_ok, broker_id=3, role="SLAVE" if b3_ok else None, max_offset=b3_max)}
+    return Snapshot(0, {"c0": ctl}, brokers)
+
+
+def feed(conv: Convergence, seq: list[tuple[float, Snapshot]], until: float) -> str | None:
+    """Feed ``(time, snapshot)`` in order, asking for the outcome every 0.5 s up to ``until``."""
+    t, i = conv.start, 0
+    while t <= until:
+        while i < len(seq) and seq[i][0] <= t:
+            conv.feed(seq[i][1], seq[i][0])
+            i += 1
+        out = conv.outcome(t)
+        if out is not None:
+            return out
+        t += 0.5
+    return None
+
+
+def test_bounds_follow_the_pace() -> None:
+    idle, loaded = Bounds.from_pace(8.0, 60.0), Bounds.from_pace(40.0, 60.0)
+    assert idle.bound_s == 60.0 and idle.quiet_s == QUIET_MIN_S
+    assert loaded.bound_s == PACE_FACTOR * 40.0 and loaded.quiet_s == 40.0 and loaded.cap_s == CAP_FACTOR * 240.0
+
+
+def test_a_slow_master_converges_later_and_is_valid() -> None:
+    """The issue's loaded run: the controller names b1 master at masterEpoch 2, its epoch cache still ends at 1;
+    the old settle judged the last snapshot then (LIVE-MASTER). Waiting on convergence, it records its epoch 70 s
+    in (past the idle bound of 60 s, inside the loaded run's bound) and the run is valid, with a slower figure."""
+    bounds = Bounds.from_pace(30.0, 60.0)
+    conv = Convergence(BROKERS, bounds, 0.0)
+    seq = [(float(t), snap(master_epoch_cached=1)) for t in range(0, 70, 2)] + [(70.0, snap())]
+    assert feed(conv, seq, 1000) == "converged"
+    r = conv.result(70.0)
+    assert r["outcome"] == "converged" and r["afterS"] == 70.0 and r["times"]["LIVE-MASTER"] == 70.0
+    v = K.Verdict()
+    K.check_live(v, conv.snapshot(), K.History([], [], []), [])
+    assert v.violations == []
+    # the old settle's judgement: the logs were at one end from the start, so it judged what the snapshots showed then
+    assert r["times"][SETTLED] == 0.0
+    old = K.Verdict()
+    K.check_live(old, seq[30][1], K.History([], [], []), [])
+    assert [x["invariant"] for x in old.violations] == ["LIVE-MASTER"]
+
+
+def test_a_stuck_run_is_judged_on_what_it_shows() -> None:
+    """Nothing moves: b1's epoch cache never reaches the controller's masterEpoch. Past the bound and the quiet
+    window the wait ends stuck, and LIVE-MASTER fails on the last snapshot."""
+    bounds = Bounds.from_pace(8.0, 60.0)
+    conv = Convergence(BROKERS, bounds, 0.0)
+    seq = [(float(t), snap(master_epoch_cached=1)) for t in range(0, 200)]
+    assert feed(conv, seq, 1000) == "stuck"
+    r = conv.result(bounds.bound_s)
+    assert r["lastChangeS"] == 0.0 and r["times"]["LIVE-MASTER"] is None and r["times"][SETTLED] == 0.0
+    v = K.Verdict()
+    K.check_live(v, conv.snapshot(), K.History([], [], []), [])
+    assert [x["invariant"] for x in v.violations] == ["LIVE-MASTER"]
+    assert "masterEpoch 2" in v.violations[0]["message"] and "last epoch 1" in v.violations[0]["message"]
+
+
+def test_a_run_still_moving_at_the_cap_is_not_stuck() -> None:
+    """A slave that keeps catching up but never reaches the master's end (a slow machine): every snapshot moves, the
+    wait ends at the cap as "moving", not stuck."""
+    bounds = Bounds.from_pace(5.0, 20.0)
+    conv = Convergence(BROKERS, bounds, 0.0)
+    seq = [(float(t), snap(b3_max=t)) for t in range(0, 400)]
+    out = feed(conv, seq, 1000)
+    assert out == "moving" and conv.result(bounds.cap_s)["waitedS"] == bounds.cap_s
+    assert conv.converged_at is None
+
+
+def test_a_dead_member_is_stuck_and_fails_no_dead() -> None:
+    bounds = Bounds.from_pace(8.0, 30.0)
+    conv = Convergence(BROKERS, bounds, 0.0)
+    assert feed(conv, [(float(t), snap(b3_ok=False)) for t in range(0, 100)], 1000) == "stuck"
+    v = K.Verdict()
+    K.check_live(v, conv.snapshot(), K.History([], [], []), [])
+    assert [x["invariant"] for x in v.violations] == ["LIVE-SSS-NO-DEAD"]
+    assert "{b1, b2, b3} holds {b3}" in v.violations[0]["message"]
