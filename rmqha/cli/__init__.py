@@ -54,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Console(highlight=False)
     try:
         p, handlers = parser()
-        args = p.parse_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        if real.takes_trailing(words):
+            words, trailing = real.split_trailing(words)
+            args, extra = p.parse_known_args(words)
+            real.place_words(args, extra, trailing)
+        else:
+            args = p.parse_args(words)
         return handlers[args.cmd](args, out)
     except UserError as exc:
         print("rmqha: " + str(exc).replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)  # one line, always

@@ -19,7 +19,7 @@ from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
 from rmqha.spec import SPEC_DIR, speccheck
 
-from .common import MAX_JOBS, Handler, int_in, output_dir
+from .common import MAX_JOBS, Handler, claim_dir, int_in, output_dir
 from .doctor import java_status
 from .files import UserError
 from .signals import ends_on_signals
@@ -59,6 +59,7 @@ def cmd_check(args: argparse.Namespace, out: Console) -> int:
         raise UserError("--ci chooses the configs: give config names or --ci, not both")
     manifest = speccheck.load_manifest()
     names = speccheck.resolve(args.configs, manifest, ci_only=args.ci)
+    claim_dir(args.out)
     ok_java, line = java_status()
     if not ok_java:
         raise UserError(line)

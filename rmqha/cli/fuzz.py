@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -37,6 +36,7 @@ from .common import (
     Handler,
     bug_list,
     choice,
+    claim_dir,
     input_file,
     int_in,
     master_url,
@@ -133,13 +133,10 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
         done = journaled_runs(opts)
     except CampaignError as exc:
         raise UserError(str(exc)) from None
+    claim_dir(args.out)
     ok, line = java_status()
     if not ok:
         raise UserError(f"Spark needs Java 17: {line}")
-    try:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create {args.out}: {exc.strerror}") from None
     err = Console(stderr=True)
     if done is not None and not args.json:
         err.print(f"resuming campaign in {escape(args.out)}: {done} runs done", highlight=False, soft_wrap=True)

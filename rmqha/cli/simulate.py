@@ -35,6 +35,8 @@ from .common import (
     apply_configs,
     bug_list,
     choice,
+    claim_dir,
+    claim_file,
     input_file,
     int_in,
     number_in,
@@ -90,7 +92,11 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
     if max_time is not None and max_time < 1:
         raise UserError(f"--max-time must be at least 0.001 s, got {args.max_time:g}")
     if args.seeds is not None:
+        if args.out:
+            claim_dir(args.out)
         return _batch(args, out, cfg, profile, names, args.seeds, max_time)
+    if args.trace:
+        claim_file(args.trace, "--trace")
     seed = 1 if args.seed is None else args.seed
     t0 = time.perf_counter()
     result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile, conform=not args.no_conform)

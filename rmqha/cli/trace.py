@@ -34,6 +34,7 @@ from rmqha.spec import speccheck
 from .common import (
     MAX_STEPS,
     Handler,
+    claim_file,
     input_file,
     input_path,
     int_in,
@@ -81,6 +82,7 @@ def _replay_model(args: argparse.Namespace, objs: list[dict[str, Any]], out: Con
         raise UserError(f"{args.file}: cannot replay this model trace ({exc})") from None
     report: dict[str, Any] = {"file": args.file, "layer": "model", "reproduced": ok, "message": line}
     if args.impl:
+        claim_file(args.impl, "--impl")
         try:
             tr = crosslayer.translate(objs)
         except (KeyError, ValueError) as exc:
@@ -222,5 +224,8 @@ def cmd_show(args: argparse.Namespace, out: Console) -> int:
     if args.around is None:
         refuse_unless(args, "--around STEP", {"window": "--window"})
     _text, header, lines, footer = read_trace(args.file)
+    last = lines[-1]["i"] if lines else 0
+    if args.around is not None and args.around > last:
+        raise UserError(f"--around {args.around}: past the trace's last step ({last:,}; {args.file})")
     print(render(header, lines, footer, args.around, WINDOW if args.window is None else args.window))
     return 0

@@ -34,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -542,13 +543,51 @@ def check_end(v: Verdict, spec: RealSpec, files: Files, h: History, final: Snaps
 LIVE_SNAPSHOT = ("LIVE-MASTER", "LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP")
 """The progress invariants one admin snapshot shows (``live_problems``); the settle waits until they all hold."""
 
+EPOCH_REFUSED = re.compile(r"The appending entry's .*?EpochEntry\{epoch=(\d+), startOffset=(\d+).*append failed")
+"""``EpochFileCache.appendEntry``'s error line: the entry it refused (an entry must have a higher epoch *and* a
+higher start offset than the last one)."""
 
-def live_problems(final: Snapshot | None) -> dict[str, list[str]]:
+
+class EpochRefusals:
+    """The epoch entries each broker's ``EpochFileCache.appendEntry`` refused, read from its ``store.log`` as the
+    file grows. A broker that becomes master where its last epoch began (no message written since: a master killed
+    before the first write) asks ``AutoSwitchHAService.changeToMaster`` to append (masterEpoch, maxPhyOffset); the
+    start offset is not past the last entry's, the append fails, and the new master writes under its old last epoch:
+    its epoch cache never shows the controller's masterEpoch. LIVE-MASTER takes that as RocketMQ's own outcome."""
+
+    def __init__(self, spec: RealSpec) -> None:
+        self.spec = spec
+        self.pos: dict[str, int] = {}
+        self.rest: dict[str, bytes] = {}
+        self.refused: dict[str, set[int]] = {}
+
+    def read(self) -> dict[str, set[int]]:
+        for b in self.spec.brokers:
+            path = self.spec.rocketmq_log_dir(b) / "store.log"
+            try:
+                with open(path, "rb") as f:
+                    f.seek(self.pos.get(b, 0))
+                    data = f.read()
+            except OSError:
+                continue
+            self.pos[b] = self.pos.get(b, 0) + len(data)
+            lines = (self.rest.get(b, b"") + data).split(b"\n")
+            self.rest[b] = lines.pop()
+            for ln in lines:
+                m = EPOCH_REFUSED.search(ln.decode("utf-8", "replace"))
+                if m is not None:
+                    self.refused.setdefault(b, set()).add(int(m.group(1)))
+        return self.refused
+
+
+def live_problems(final: Snapshot | None,
+                  refused: dict[str, set[int]] | None = None) -> dict[str, list[str]]:
     """What keeps the progress invariants of ``LIVE_SNAPSHOT`` from holding on one admin snapshot: id -> messages;
     an id whose list is empty holds. LIVE-MASTER: the leading controller names a master whose HA status says
-    MASTER and whose epoch cache ends at the controller's masterEpoch, and no other broker that answers is master;
-    LIVE-SSS-NO-DEAD: every SyncStateSet member answers and the controller holds it alive; LIVE-SSS-CATCHUP: every
-    other broker that answers is in the SyncStateSet, its max offset at least the master's confirmOffset."""
+    MASTER and whose epoch cache ends at the controller's masterEpoch (or whose entry for it RocketMQ refused:
+    ``refused``, ``EpochRefusals``), and no other broker that answers is master; LIVE-SSS-NO-DEAD: every
+    SyncStateSet member answers and the controller holds it alive; LIVE-SSS-CATCHUP: every other broker that answers
+    is in the SyncStateSet, its max offset at least the master's confirmOffset."""
     out: dict[str, list[str]] = {i: [] for i in LIVE_SNAPSHOT}
     lead = final.leader if final else None
     if final is None or lead is None or lead.master is None or lead.master_id is None:
@@ -561,7 +600,9 @@ def live_problems(final: Snapshot | None) -> dict[str, list[str]]:
 
     mv = final.brokers.get(name)
     last_epoch = mv.epochs[-1][0] if mv is not None and mv.epochs else None
-    if mv is None or not mv.ok or mv.role != "MASTER" or (last_epoch is not None and last_epoch != lead.master_epoch):
+    epoch_ok = last_epoch is None or last_epoch == lead.master_epoch or \
+        lead.master_epoch in (refused or {}).get(name, set())
+    if mv is None or not mv.ok or mv.role != "MASTER" or not epoch_ok:
         said = "does not answer" if mv is None or not mv.ok else \
             f"its HA status says {mv.role}, last epoch {last_epoch}"
         out["LIVE-MASTER"].append(f"the controller names {name} master at masterEpoch {lead.master_epoch}; {said}")
@@ -585,11 +626,19 @@ def live_problems(final: Snapshot | None) -> dict[str, list[str]]:
 
 
 def check_live(v: Verdict, final: Snapshot | None, h: History, faults: list[dict[str, Any]],
-               where: str = "the last snapshot") -> None:
+               where: str = "the last snapshot", refused: dict[str, set[int]] | None = None) -> None:
     """The progress invariants on the snapshot the settle ended on (``where`` says which) and the client history
     (see the module)."""
-    problems = live_problems(final)
+    problems = live_problems(final, refused)
     lead = final.leader if final else None
+    if lead is not None and lead.master is not None and lead.master_epoch in (refused or {}).get(lead.master, set()):
+        mv = final.brokers.get(lead.master) if final else None
+        last = mv.epochs[-1][0] if mv is not None and mv.epochs else None
+        if last != lead.master_epoch:
+            v.notes.append(f"{lead.master}'s epoch cache ends at epoch {last}, not the controller's masterEpoch "
+                           f"{lead.master_epoch}: RocketMQ refused that entry (EpochFileCache.appendEntry: it started "
+                           f"where epoch {last} starts, no message between; its store.log says so), and it writes "
+                           f"under epoch {last}")
     for inv in LIVE_SNAPSHOT:
         for message in problems[inv]:
             v.fail(inv, message if inv != "LIVE-MASTER" or (lead is not None and lead.master is not None)
@@ -678,7 +727,8 @@ def evaluate(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[st
     check_files(v, spec, files, final_max)
     check_end(v, spec, files, h, final, settled)
     if judge_live:
-        check_live(v, live or final, h, faults, live_where if live is not None else "the last snapshot")
+        check_live(v, live or final, h, faults, live_where if live is not None else "the last snapshot",
+                   EpochRefusals(spec).read())
     else:
         v.notes.append("still converging: the progress invariants (LIVE-*) were not judged")
     if final_master is None:

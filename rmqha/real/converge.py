@@ -6,7 +6,9 @@ Rules:
   shows the run settled and the progress invariants holding: a master whose SyncStateSet holds every broker, every
   commit log at the same end (``settled``), and ``check.live_problems`` empty (the controller's master answering as
   MASTER with the controller's masterEpoch last in its epoch cache, no other master, every SyncStateSet member
-  answering and alive, every other broker in the set and caught up). That snapshot is the one the progress
+  answering and alive, every other broker in the set and caught up; a master whose entry for the controller's
+  masterEpoch RocketMQ refused as starting where its last epoch starts writes under the old epoch:
+  ``check.EpochRefusals``). That snapshot is the one the progress
   invariants are judged on, and the time it took is the run's convergence time.
 * The run's *pace* is what this machine took, in this run, to do what the settle waits for without a fault: from
   every JVM listening to the first master with a whole SyncStateSet (registration, election, HA handshake, catch-up).
@@ -94,7 +96,8 @@ class Convergence:
         self.changed_at = self.start
         self.since = {i: None for i in (*LIVE_SNAPSHOT, SETTLED)}
 
-    def feed(self, s: Snapshot, now: float) -> None:
+    def feed(self, s: Snapshot, now: float, refused: dict[str, set[int]] | None = None) -> None:
+        """One snapshot, at ``now``; ``refused``: the epoch entries RocketMQ refused (``check.EpochRefusals``)."""
         if self.converged_at is not None:
             return
         self.last = s
@@ -102,7 +105,7 @@ class Convergence:
         if view != self._shown:
             self._shown = view
             self.changed_at = now
-        problems = live_problems(s)
+        problems = live_problems(s, refused)
         holds = {**{i: not problems[i] for i in LIVE_SNAPSHOT}, SETTLED: settled(self.brokers, s)}
         for cond, ok in holds.items():
             if not ok:

@@ -27,7 +27,7 @@ from typing import Any
 from ..impl.sim.children import ending_on_signals
 from ..impl.sim.config import Config
 from . import control as C
-from .check import evaluate
+from .check import EpochRefusals, evaluate
 from .clients import Client, Observer, Tail
 from .converge import CAP_FACTOR, Bounds, Convergence, settled, whole
 from .nemesis import RECIPES, Nemesis, NemesisError
@@ -59,11 +59,13 @@ def _whole(spec: RealSpec, s: Snapshot) -> bool:
 def settle(spec: RealSpec, obs: Observer, bounds: Bounds, say: Callable[[str], None]) -> Convergence:
     """Wait until the run converges, is stuck, or is still moving at the cap (``converge.py``)."""
     conv = Convergence(list(spec.brokers), bounds, time.monotonic())
+    refusals = EpochRefusals(spec)
     seen = len(obs.snaps)
     while True:
         obs.poll()
+        refused = refusals.read()
         for s in obs.snaps[seen:]:
-            conv.feed(s, time.monotonic())
+            conv.feed(s, time.monotonic(), refused)
         seen = len(obs.snaps)
         out = conv.outcome(time.monotonic())
         if out is not None:
