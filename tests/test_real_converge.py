@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rmqha.real import check as K
-from rmqha.real.converge import CAP_FACTOR, PACE_FACTOR, QUIET_MIN_S, SETTLED, Bounds, Convergence
+from rmqha.real.converge import CAP_FACTOR, PACE_FACTOR, QUIET_MIN_S, SETTLED, Bounds, Convergence, Wait
 from rmqha.real.observe import BrokerView, ControllerView, Snapshot
 from rmqha.real.spec import RealSpec, create, load, real_config
 
@@ -166,3 +166,35 @@ def test_epoch_refusals_are_read_as_the_log_grows(tmp_path: Path) -> None:
     assert r.read() == {"b1": {5}}
     snapshot = snap(master_epoch_cached=1, master_epoch=5)
     assert K.live_problems(snapshot)["LIVE-MASTER"] and not K.live_problems(snapshot, {"b1": {5}})["LIVE-MASTER"]
+
+
+def test_the_warm_up_waits_while_the_set_forms() -> None:
+    """The warm-up's wait (``Wait``): a set that keeps forming (brokers registering one by one, slowly) is waited for
+    past the idle bound; one where nothing moves is given up once the quiet window has passed the bound."""
+    bounds = Bounds.from_pace(40.0, 120.0)  # a loaded start: 40 s to listen, so the bound is 240 s
+
+    def forming(n: int, caught_up: int = 900) -> Snapshot:
+        s = snap(b3_max=caught_up)
+        assert s.leader is not None
+        s.leader.sss = list(range(1, n + 1))
+        return s
+
+    w = Wait(lambda s: len(s.leader.sss) == 3 if s.leader else False, bounds, 0.0)
+    # b2 joins at 150 s; b3 catches up slowly (its log end moves every 20 s), joins at 300 s: past the 240 s bound
+    seq = [(float(t), forming(1 if t < 150 else 2, t // 20)) for t in range(0, 300)] + [(300.0, forming(3))]
+    assert feed_wait(w, seq, 2000) == "done" and w.met is not None
+    stuck = Wait(lambda s: False, bounds, 0.0)
+    assert feed_wait(stuck, [(float(t), forming(1)) for t in range(0, 400)], 2000) == "stuck"
+
+
+def feed_wait(w: Wait, seq: list[tuple[float, Snapshot]], until: float) -> str | None:
+    t, i = w.start, 0
+    while t <= until:
+        while i < len(seq) and seq[i][0] <= t:
+            w.feed(seq[i][1], seq[i][0])
+            i += 1
+        out = w.outcome(t)
+        if out is not None:
+            return out
+        t += 0.5
+    return None

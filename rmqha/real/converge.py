@@ -19,13 +19,15 @@ Rules:
   changed for the quiet window, so the progress invariants are judged on the last snapshot (their violations are
   real: nothing moves); or *still moving* at the cap (``CAP_FACTOR × bound``): the run is slow, not stuck, and
   the progress invariants are not judged (a note says so). Every wait is bounded by the cap.
+* The warm-up (``Wait``) follows the same rules: it waits for a master with a whole SyncStateSet while what the admin
+  API shows moves, its pace the time the JVMs took to start listening (``max(WARM_S, PACE_FACTOR × that)``).
 * Per invariant, ``times`` says when (seconds into the settle) it last began to hold, so a slow machine shows as
   slower figures in the result, not as a violation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -139,3 +141,37 @@ class Convergence:
     def snapshot(self) -> Snapshot | None:
         """The snapshot to judge the progress invariants on: the converged one, else the last one."""
         return self.judged if self.judged is not None else self.last
+
+
+@dataclass
+class Wait:
+    """The same rules for a wait on one condition (the warm-up's whole SyncStateSet): ``feed`` snapshots; ``outcome``
+    is ``done`` (a snapshot met ``goal``), ``stuck`` (past the bound, nothing moved for the quiet window) or
+    ``moving`` (still moving at the cap)."""
+
+    goal: Callable[[Snapshot], bool]
+    bounds: Bounds
+    start: float
+    met: Snapshot | None = None
+    changed_at: float = 0.0
+    _shown: tuple[Any, ...] | None = None
+
+    def __post_init__(self) -> None:
+        self.changed_at = self.start
+
+    def feed(self, s: Snapshot, now: float) -> None:
+        if self.met is not None:
+            return
+        view = shown(s)
+        if view != self._shown:
+            self._shown = view
+            self.changed_at = now
+        if self.goal(s):
+            self.met = s
+
+    def outcome(self, now: float) -> str | None:
+        if self.met is not None:
+            return "done"
+        if now - self.start >= self.bounds.bound_s and now - self.changed_at >= self.bounds.quiet_s:
+            return "stuck"
+        return "moving" if now - self.start >= self.bounds.cap_s else None

@@ -29,7 +29,7 @@ from ..impl.sim.config import Config
 from . import control as C
 from .check import EpochRefusals, evaluate
 from .clients import Client, Observer, Tail
-from .converge import CAP_FACTOR, Bounds, Convergence, settled, whole
+from .converge import CAP_FACTOR, Bounds, Convergence, Wait, settled, whole
 from .nemesis import RECIPES, Nemesis, NemesisError
 from .observe import Snapshot, observe_args, run_tool
 from .report import write_outputs
@@ -37,6 +37,7 @@ from .spec import RealSpec
 
 TOPIC = "RmqhaTopic"
 WARM_TIMEOUT_S = 120.0
+"""The warm-up's bound on an idle machine; it grows with the run's pace (``converge.Wait``)."""
 
 
 @dataclass
@@ -54,6 +55,18 @@ class RealTestOptions:
 
 def _whole(spec: RealSpec, s: Snapshot) -> bool:
     return whole(spec.brokers, s)
+
+
+def follow(obs: Observer, w: Wait) -> Wait:
+    """Feed the observer's snapshots to ``w`` until it has an outcome."""
+    seen = len(obs.snaps)
+    while w.outcome(time.monotonic()) is None:
+        obs.poll()
+        for s in obs.snaps[seen:]:
+            w.feed(s, time.monotonic())
+        seen = len(obs.snaps)
+        time.sleep(0.25)
+    return w
 
 
 def settle(spec: RealSpec, obs: Observer, bounds: Bounds, say: Callable[[str], None]) -> Convergence:
@@ -101,10 +114,13 @@ def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, An
         observer = Client(spec, "observe", observe_args(spec, once=False, interval_ms=500))
         clients.append(observer)
         obs = Observer(spec, observer)
-        warm = obs.wait(lambda s: _whole(spec, s), WARM_TIMEOUT_S)
+        warm_bounds = Bounds.from_pace(timing["upS"], WARM_TIMEOUT_S)
+        warming = follow(obs, Wait(lambda s: _whole(spec, s), warm_bounds, time.monotonic()))
+        warm = warming.met
         if warm is None:
-            raise C.RealError(f"no master with a whole SyncStateSet within {WARM_TIMEOUT_S:.0f} s of start; see "
-                              f"{spec.dir / 'logs'}")
+            raise C.RealError(f"no master with a whole SyncStateSet after {time.monotonic() - t_begin:.0f} s "
+                              f"({warming.outcome(time.monotonic())}: the admin API's view last changed "
+                              f"{time.monotonic() - warming.changed_at:.0f} s before); see {spec.dir / 'logs'}")
         timing["warmS"] = round(time.monotonic() - t_begin, 1)
         say(f"warm: master {warm.master} at masterEpoch {warm.leader.master_epoch if warm.leader else '?'}")
         _create_topic(spec, warm, say, notes)
