@@ -150,7 +150,7 @@ def snapshot(d: Path) -> dict[str, tuple[str, int, int]]:
     return out
 
 
-OUTPUT_OPTIONS = ("--out", "--trace", "--impl", "--dir")
+OUTPUT_OPTIONS = ("--out", "--trace", "--impl", "--dir", "--junit")
 
 
 def outputs_named(argv: list[str]) -> list[str]:
@@ -279,6 +279,10 @@ OUTPUT_PATHS: list[tuple[tuple[str, ...], list[str]]] = [
         ("simulate", "--seeds", "1-2", "--out"), ("fuzz", "--seeds", "1", "--out"))],
     (("simulate", "--seed", "1", "--trace"), [f"{PROC}.jsonl", f"{PROC}/t.jsonl.gz"]),
     (("real", "up", "--dir"), ["/proc"]),
+    *[(words, ["adir", "afile.txt/j.xml", "", f"{PROC}.xml"]) for words in (
+        ("simulate", "--seed", "1", "--junit"), ("simulate", "--seeds", "1-2", "--junit"), ("fuzz", "--junit"),
+        ("check", "unclean_bug", "--junit"), ("real", "test", "--junit"),
+        ("real", "repro", "F-TRUNCATED-TAIL-RESURRECTS", "--junit"))],
 ]
 
 # whole command lines: unknown names, bad files' contents, conflicting options, run folders, cluster state

@@ -36,16 +36,19 @@ from rmqha.real.repros import REPROS
 from rmqha.real.run import RealTestOptions, run_test
 from rmqha.real.spec import REAL_PROFILES, SPEC_FILE, RealSpec, load, real_config
 
+from . import junit
 from .common import (
     MAX_LIFETIME,
     Handler,
     choice,
     claim_dir,
+    claim_file,
     folder_path,
     input_file,
     int_in,
     not_empty,
     output_dir,
+    output_file,
     recipe_list,
     seconds,
 )
@@ -191,6 +194,8 @@ def register(sub: Any) -> dict[str, Handler]:
     rp.add_argument("--dir", type=output_dir, default="runs/real-repro",
                     help="where each run's folder goes (default runs/real-repro)")
     rp.add_argument("--json", action="store_true", help="print one JSON object per run")
+    rp.add_argument("--junit", type=output_file, metavar="FILE",
+                    help="also write the outcomes as JUnit XML: one test case per finding, version and run")
 
     t = with_dir(rs.add_parser("test", help="a workload under a fault schedule on a real cluster, then the "
                                             "catalogue's verdict on what was observed"), DEFAULT_TEST_DIR, new=True)
@@ -203,6 +208,8 @@ def register(sub: Any) -> dict[str, Handler]:
                    help="seconds a killed / paused / cut node stays so (default 5)")
     t.add_argument("--settle", type=seconds(), default=60.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
+    t.add_argument("--junit", type=output_file, metavar="FILE",
+                   help="also write the verdict as JUnit XML: one test case per invariant a real run checks")
     return {"real": ends_on_signals(cmd_real)}
 
 
@@ -460,11 +467,15 @@ def _test(args: argparse.Namespace, out: Console) -> int:
     cfg, profile = real_cfg(args)
     if "net-loss-master" in args.faults:
         require_netem("--faults net-loss-master")
+    if args.junit:
+        claim_file(args.junit, "--junit")
     claim_run_dir(Path(args.dir), args.fresh)
     opts = RealTestOptions(Path(args.dir), cfg, profile, args.version, duration=args.duration, faults=args.faults,
                            down=args.down, settle=args.settle, fresh=args.fresh)
     say = (lambda m: None) if args.json else (lambda m: out.print(m))
     r = run_test(opts, say)
+    if args.junit:
+        junit.write(args.junit, junit.real_test_suite(r, args.version))
     if args.json:
         print(json.dumps(r, sort_keys=True, default=str))
     else:
@@ -496,9 +507,12 @@ def _repro(args: argparse.Namespace, out: Console) -> int:
     if not args.ids:
         raise UserError(f"name a finding (known: {', '.join(sorted(REPROS)) or 'none'}), or --list")
     versions = list(args.version) or [maven.PINNED]
+    if args.junit:
+        claim_file(args.junit, "--junit")
     claim_dir(args.dir, "--dir")
     C.preflight()
     ok = True
+    outcomes = []
     for fid in args.ids:
         r = REPROS[fid]
         for v in versions:
@@ -509,6 +523,9 @@ def _repro(args: argparse.Namespace, out: Console) -> int:
                 if not args.json:
                     out.print(f"{fid} on RocketMQ {v}, run {n}: {r.how}")
                 o = run_repro(r, v, folder, n, say)
+                outcomes.append(o)
+                if args.junit:  # after each run: a long campaign's file holds what is done so far
+                    junit.write(args.junit, junit.real_repro_suite(outcomes))
                 rates.append(o.verdict)
                 ok = ok and o.verdict == REPRODUCED
                 if args.json:
