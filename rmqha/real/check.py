@@ -20,11 +20,13 @@ stays with the simulator.
   entry), and at the end of a settled run ``HA-TRUNCATE-PREFIX`` (every replica's log is a prefix of the final
   master's), ``SYNC-SSS-HOLDS-ACKED`` (every member of the final SyncStateSet holds every acknowledged message),
   ``QUEUE-ACKED-READABLE`` (the final master's ``topics.json``).
-* The progress invariants a settled run's last admin snapshot shows (``check_live``): ``LIVE-MASTER`` (the leading
-  controller names a master, that broker's HA status says master and its epoch file's last epoch is the
-  controller's masterEpoch; no other broker is master), ``LIVE-SSS-NO-DEAD`` (every SyncStateSet member answers the
-  admin API and the controller holds it alive), ``LIVE-SSS-CATCHUP`` (every other broker that answers is in the
-  SyncStateSet with its commit log at least to the master's confirmOffset), and from the client history
+* The progress invariants the admin snapshot the settle converged on shows (``check_live``; ``converge.py``: the
+  settle's last snapshot when nothing moved): ``LIVE-MASTER`` (the leading controller names a master, that broker's
+  HA status says master and its epoch file's last epoch is the controller's masterEpoch, or RocketMQ refused that
+  epoch's entry, its store.log says: ``EpochRefusals``; no other broker is master), ``LIVE-SSS-NO-DEAD`` (every
+  SyncStateSet member answers the admin API and the controller holds it alive), ``LIVE-SSS-CATCHUP`` (every other
+  broker that answers is in the SyncStateSet with its commit log at least to the master's confirmOffset), and from
+  the client history
   ``LIVE-PUTS`` in a weaker form: the producer stops when the settle begins, so no probe follows it; the workload's
   last send, once every fault had been undone, was acknowledged.
 """
@@ -73,9 +75,12 @@ REAL_CHECKS: dict[str, str] = {
     "HA-TRUNCATE-PREFIX": "at the end of a settled run: each replica's log against the final master's",
     "SYNC-SSS-HOLDS-ACKED": "at the end: client history + the logs of the final SyncStateSet's members",
     "QUEUE-ACKED-READABLE": "at the end: client history + the final master's topics.json",
-    "LIVE-MASTER": "at the end of a settled run: the last admin snapshot (controller and the master's HA status)",
-    "LIVE-SSS-NO-DEAD": "at the end of a settled run: the last admin snapshot (every SyncStateSet member answers)",
-    "LIVE-SSS-CATCHUP": "at the end of a settled run: the last admin snapshot (members, max and confirm offsets)",
+    "LIVE-MASTER": "the admin snapshot the settle converged on, or its last when nothing moved (controller, the "
+                   "master's HA status and epoch cache)",
+    "LIVE-SSS-NO-DEAD": "the admin snapshot the settle converged on, or its last when nothing moved (every "
+                        "SyncStateSet member answers)",
+    "LIVE-SSS-CATCHUP": "the admin snapshot the settle converged on, or its last when nothing moved (members, max and "
+                        "confirm offsets)",
     "LIVE-PUTS": "client history: the workload's last send after the last fault was undone (no probe after the "
                  "settle: the producer stops when it begins)",
 }
