@@ -120,7 +120,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
                                faults=("isolate-master",), down=3.0),
         "stale": RunOptions(base / "stale", local_config(PROFILES["safe"]), "safe", duration=6.0,
                              faults=("stale-request",), down=2.0),
-        "two": RunOptions(base / "two", local_config(PROFILES["safe"]), "safe", duration=18.0,
+        "two": RunOptions(base / "two", local_config(PROFILES["safe"]), "safe", duration=24.0,
                            faults=("partition-master", "kill-master"), down=5.0),
     }
     with ThreadPoolExecutor(len(jobs)) as pool:
@@ -168,7 +168,7 @@ def test_a_partition_then_a_kill_each_show_their_own_failover(runs: dict[str, di
     """Known truth from the run itself: the nemesis's recorded fault actions (``faults.jsonl``) and each broker's own
     trace of becoming master. The partition of the master (6 s, past the 3 s heartbeat timeout) is followed by an
     election during it; the failover table and the report show, per recipe, its own fault's time and the first
-    broker to become master at a higher masterEpoch after it and before the next recipe began."""
+    broker to become master at a higher masterEpoch after it and before the next recipe began (or none)."""
     r = runs["two"]
     assert r["valid"], (r["violations"], r["notes"])
     folder = Path(r["report"]).parent
@@ -185,16 +185,21 @@ def test_a_partition_then_a_kill_each_show_their_own_failover(runs: dict[str, di
                 events.append(json.loads(line))
             except json.JSONDecodeError:
                 pass  # a line cut by a SIGKILL
+    masters = sorted((e["t"], e["masterEpoch"], e["n"]) for e in events if e.get("k") == "brk.role"
+                     and e["role"] == "MASTER")
     for row, until in ((part_row, kill["t"]), (kill_row, float("inf"))):
-        became = sorted((e["t"], e["n"]) for e in events if e.get("k") == "brk.role" and e["role"] == "MASTER"
-                        and row["faultAt"] <= e["t"] < until and e["n"] != row["oldMaster"])
-        assert became, (row, "no broker became master after the fault")
-        assert (row["newMaster"], row["electedAfterMs"]) == (became[0][1], became[0][0] - row["faultAt"]), row
-    assert part_row["newMaster"] != part_row["oldMaster"] and part_row["electedAfterMs"] < kill["t"] - cut["t"]
+        epoch = max((m for t, m, _ in masters if t < row["faultAt"]), default=0)  # the master's epoch at the fault
+        became = [(t, n) for t, m, n in masters if row["faultAt"] <= t < until and m > epoch]
+        truth = (became[0][1], became[0][0] - row["faultAt"]) if became else (None, None)
+        assert (row["newMaster"], row["electedAfterMs"]) == truth, (row, became)
+    # the issue's case: during the cut, another broker was elected (the kill may find a SyncStateSet of the master
+    # alone if the cut one has not rejoined yet: then nobody else may be elected, and the table says so)
+    assert part_row["newMaster"] not in (None, part_row["oldMaster"]) and part_row["electedAfterMs"] < 6000
     page = Path(r["report"]).read_text()
     for row in (part_row, kill_row):
         assert f"<td>{row['recipe']}</td><td>{row['faultAt'] / 1000:.2f} s</td>" in page
-        assert f"<td>{row['electedAfterMs'] / 1000:.2f} s</td>" in page
+        if row["electedAfterMs"] is not None:
+            assert f"<td>{row['electedAfterMs'] / 1000:.2f} s</td>" in page
 
 
 @pytest.mark.slow
