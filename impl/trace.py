@@ -59,6 +59,8 @@ class TraceHeader(TypedDict):
     disabledInvariants: NotRequired[list[str]]
     faults: Faults
     conform: NotRequired[bool]  # validated against the model as it ran (rmqha.models.campaign); absent: not
+    kit: NotRequired[str]  # the kit's version that recorded it (impl/sim/provenance.py); absent: recorded before it
+    core: NotRequired[str]  # the fingerprint of the core that recorded it; absent: recorded before provenance
 
 
 class Footer(TypedDict):

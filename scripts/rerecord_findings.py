@@ -5,7 +5,8 @@ moves the bytes of a committed trace (a timer that no longer fires, a new progre
 tail's steps) and the run still ends in the finding's violation, re-recording the same fault schedule keeps the
 write-up true. This replays each named trace's header, requires the same invariant as its index entry and that the
 finding's fix still removes it, then writes the new trace and updates the entry's hash, step, time and message.
-Anything else is an error: re-derive that finding instead.
+Anything else is an error: re-derive that finding instead. A re-recorded trace names today's kit and core
+(``impl/sim/provenance.py``).
 
 A trace of ``traces/`` that is no index entry's (a finding's second face, e.g. ``F-GAP-UNION-expand``) is named by
 its file's stem; it is re-recorded when its run ends in the same violation at the same step.
@@ -20,6 +21,7 @@ import sys
 from pathlib import Path
 
 from rmqha.impl.findings import FINDINGS
+from rmqha.impl.sim.provenance import provenance
 from rmqha.impl.sim.runner import run_header
 from rmqha.impl.sim.tracefile import read_text, write_text
 from rmqha.impl.trace import parse
@@ -40,6 +42,7 @@ def main(ids: list[str]) -> int:
             return 2
         entry = index[fid]
         header, _lines, _footer = parse(read_text(str(OUT / entry["trace"])))
+        header = {**header, **provenance()}  # re-recorded by today's core (impl/sim/provenance.py)
         again = run_header(header)
         v = again.violation
         if v is None or v.invariant != entry["invariant"]:
@@ -76,7 +79,7 @@ def rerecord_face(name: str) -> bool:
     path = OUT / "traces" / f"{name}.jsonl.gz"
     header, _lines, footer = parse(read_text(str(path)))
     was = footer.get("violation") or {}
-    again = run_header(header)
+    again = run_header({**header, **provenance()})
     v = again.violation
     if v is None or (v.invariant, v.step) != (was.get("invariant"), was.get("step")):
         print(f"rerecord: {name} now ends in {f'{v.invariant} at step {v.step}' if v else 'no violation'}, not "

@@ -30,7 +30,8 @@ import rmqha.spark_fuzz.session as spark_session_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rmqha.impl.bugs import BUGS
-from rmqha.impl.sim.config import PROFILES
+from rmqha.impl.sim.config import PROFILES, default_config
+from rmqha.impl.sim.runner import run
 from rmqha.spec.speccheck import load_manifest
 
 import rmqha.cli.fuzz as cli_fuzz
@@ -77,6 +78,8 @@ CLUSTER_JSON = {"config": {}, "seed": 1, "bugs": [], "nodes": ["ns", "ctl", "b1"
 REAL_JSON = {"run": "abcdef", "version": "5.3.3", "controllerType": "DLedger", "controllers": ["c0"],
              "brokers": ["b1", "b2", "b3"], "config": {}, "profile": "safe", "lifetimeS": 60, "createdMs": 0}
 LONG = "x" * 5000  # longer than any file name may be
+SMALL_TRACE = run(default_config("safe"), 1, 40).text or ""  # a real trace of 40 steps (show, recheck, conform)
+PROC = "/proc/rmqha-no-such"  # passes "can it be created" as root (every path looks writable), refuses every write
 
 
 def populate(d: Path) -> None:
@@ -127,6 +130,12 @@ def populate(d: Path) -> None:
     (d / "campaign" / "journal.jsonl").write_text(json.dumps({"type": "start", "identity": {"config": {}}}) + "\n")
     (d / "notjournal").mkdir()
     (d / "notjournal" / "journal.jsonl").write_text(json.dumps({"type": "plan", "batch": 0}) + "\n")
+    (d / "small.jsonl").write_text(SMALL_TRACE)
+    head, _, foot = SMALL_TRACE.partition("\n")[0], None, SMALL_TRACE.splitlines()[-1]
+    bad = json.loads(head)
+    bad["config"]["store"]["noSuchSetting"] = 1
+    (d / "badheader.jsonl").write_text(json.dumps(bad) + "\n" + foot + "\n")
+    (d / "emptydir").mkdir()
 
 
 def snapshot(d: Path) -> dict[str, tuple[str, int, int]]:
@@ -141,7 +150,7 @@ def snapshot(d: Path) -> dict[str, tuple[str, int, int]]:
     return out
 
 
-OUTPUT_OPTIONS = ("--out", "--trace", "--impl", "--dir")
+OUTPUT_OPTIONS = ("--out", "--trace", "--impl", "--dir", "--junit")
 
 
 def outputs_named(argv: list[str]) -> list[str]:
@@ -222,7 +231,7 @@ NUMBERS: dict[tuple[tuple[str, ...], str], list[str]] = {
     (("cluster", "test"), "--down"): ["0", "nan"],
     (("cluster", "test"), "--settle"): ["-1", "inf"],
     (("real", "up"), "--lifetime"): ["0", "-1", "nan"],
-    (("real", "up"), "--brokers"): ["0", "-1", "10", "nan"],
+    (("real", "up"), "--brokers"): ["0", "-1", "6", "9", "10", "nan"],
     (("real", "up"), "--controllers"): ["2", "0", "nan"],
     (("real", "status", "--dir", "realold"), "--watch"): ["-1", "nan", "inf"],
     (("real", "fault", "drop-response", "--code", "1", "--dir", "realold"), "--count"): ["0", "-1", "nan"],
@@ -263,6 +272,17 @@ OUTPUT_PATHS: list[tuple[tuple[str, ...], list[str]]] = [
     (("real", "status", "--dir"), ["afile.txt", "missing-dir"]),
     (("real", "down", "--dir"), ["missing-dir"]),
     (("real", "repro", "F-TRUNCATED-TAIL-RESURRECTS", "--dir"), ["afile.txt"]),
+    # paths only a write can refuse (issue 30): each claimed (made, or a probe written) before any work starts
+    *[(words, [PROC, f"{PROC}/deeper"]) for words in (
+        ("cluster", "up", "--dir"), ("cluster", "test", "--dir"), ("real", "up", "--dir"), ("real", "test", "--dir"),
+        ("real", "repro", "F-TRUNCATED-TAIL-RESURRECTS", "--dir"), ("check", "unclean_bug", "--out"),
+        ("simulate", "--seeds", "1-2", "--out"), ("fuzz", "--seeds", "1", "--out"))],
+    (("simulate", "--seed", "1", "--trace"), [f"{PROC}.jsonl", f"{PROC}/t.jsonl.gz"]),
+    (("real", "up", "--dir"), ["/proc"]),
+    *[(words, ["adir", "afile.txt/j.xml", "", f"{PROC}.xml"]) for words in (
+        ("simulate", "--seed", "1", "--junit"), ("simulate", "--seeds", "1-2", "--junit"), ("fuzz", "--junit"),
+        ("check", "unclean_bug", "--junit"), ("real", "test", "--junit"),
+        ("real", "repro", "F-TRUNCATED-TAIL-RESURRECTS", "--junit"))],
 ]
 
 # whole command lines: unknown names, bad files' contents, conflicting options, run folders, cluster state
@@ -342,6 +362,19 @@ LINES: list[list[str]] = [
     ["cluster", "restart", "", "--dir", "cluster"], ["cluster", "heal", "--id", "", "--dir", "cluster"],
     ["real", "kill", "b1", "--dir", "realold"], ["real", "restart", "b9", "--dir", "realold"],
     ["real", "partition", "b1", "--dir", "realold"], ["real", "down", "--dir", "adir"],
+    # issue 30's hidden classes: a step past the end, a list of an unknown finding, a node cut from itself, a code
+    # no request has, a header that cannot run (as replay says it), the catalogue's and recheck's own inputs
+    ["show", "small.jsonl", "--around", "999999"], ["real", "repro", "--list", "F-NOSUCH"],
+    ["real", "repro", "--list", "F-TRUNCATED-TAIL-RESURRECTS", "F-NOSUCH"],
+    ["real", "partition", "b1", "--from", "b1", "--dir", "realold"],
+    ["real", "partition", "b1,b2", "--from", "b2,b3", "--dir", "realold"],
+    ["cluster", "partition", "b1,b2", "--from", "b2,b3", "--dir", "cluster"],
+    ["real", "fault", "drop-response", "--code", "99999", "--dir", "realold"],
+    ["real", "fault", "delay-response", "--code", "NO_SUCH_CODE", "--ms", "5", "--dir", "realold"],
+    ["real", "fault", "netem", "b1", "--bogus", "--dir", "realold", "--", "loss", "3%"],
+    ["conform", "badheader.jsonl"], ["replay", "badheader.jsonl"], ["recheck", "badheader.jsonl"],
+    ["recheck"], ["recheck", "garbage.jsonl"], ["recheck", "emptydir"], ["recheck", "small.jsonl", "missing.jsonl"],
+    ["invariants", "NO-SUCH-ID"], ["invariants", "CTL-CLEAN-ELECTION", "--long"],
 ]
 
 

@@ -24,7 +24,7 @@ from rmqha.impl.sim.config import PROFILES
 from rmqha.cluster import control as C
 from rmqha.cluster import wire
 from rmqha.cluster.run import RunOptions, run_test
-from rmqha.cluster.spec import HOST, ephemeral_range, free_ports, local_config
+from rmqha.cluster.spec import HOST, ClusterSpec, ephemeral_range, free_ports, local_config
 
 
 def _frames(data: bytes) -> list[Any]:
@@ -120,6 +120,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
                                faults=("isolate-master",), down=3.0),
         "stale": RunOptions(base / "stale", local_config(PROFILES["safe"]), "safe", duration=6.0,
                              faults=("stale-request",), down=2.0),
+        "two": RunOptions(base / "two", local_config(PROFILES["safe"]), "safe", duration=24.0,
+                           faults=("partition-master", "kill-master"), down=5.0),
     }
     with ThreadPoolExecutor(len(jobs)) as pool:
         futures = {name: pool.submit(run_test, opts) for name, opts in jobs.items()}
@@ -160,6 +162,44 @@ def test_a_master_killed_under_a_held_link_to_the_controller_loses_nothing(runs:
     dos = [a["do"] for a in acts if a["do"] in ("partition", "heal") or a.get("node") == master]
     assert dos[:4] == ["partition", "crash", "restart", "heal"]
     assert held["hold"] == 0 and all(a == master and b.startswith("ctl") for a, b in held["links"])
+
+
+def test_a_partition_then_a_kill_each_show_their_own_failover(runs: dict[str, dict[str, Any]]) -> None:
+    """Known truth from the run itself: the nemesis's recorded fault actions (``faults.jsonl``) and each broker's own
+    trace of becoming master. The partition of the master (6 s, past the 3 s heartbeat timeout) is followed by an
+    election during it; the failover table and the report show, per recipe, its own fault's time and the first
+    broker to become master at a higher masterEpoch after it and before the next recipe began (or none)."""
+    r = runs["two"]
+    assert r["valid"], (r["violations"], r["notes"])
+    folder = Path(r["report"]).parent
+    acts = [json.loads(line) for line in (folder / "faults.jsonl").read_text().splitlines()]
+    cut = next(a for a in acts if a["do"] == "partition")
+    kill = next(a for a in acts if a["do"] == "crash" and a["t"] > cut["t"])
+    part_row, kill_row = r["failovers"]
+    assert part_row["recipe"] == "partition-master" and kill_row["recipe"] == "kill-master"
+    assert part_row["faultAt"] == cut["t"] and kill_row["faultAt"] == kill["t"]
+    events = []
+    for path in sorted((folder / "traces").glob("b*.jsonl")):
+        for line in path.read_text().splitlines():
+            try:
+                events.append(json.loads(line))
+            except json.JSONDecodeError:
+                pass  # a line cut by a SIGKILL
+    masters = sorted((e["t"], e["masterEpoch"], e["n"]) for e in events if e.get("k") == "brk.role"
+                     and e["role"] == "MASTER")
+    for row, until in ((part_row, kill["t"]), (kill_row, float("inf"))):
+        epoch = max((m for t, m, _ in masters if t < row["faultAt"]), default=0)  # the master's epoch at the fault
+        became = [(t, n) for t, m, n in masters if row["faultAt"] <= t < until and m > epoch]
+        truth = (became[0][1], became[0][0] - row["faultAt"]) if became else (None, None)
+        assert (row["newMaster"], row["electedAfterMs"]) == truth, (row, became)
+    # the issue's case: during the cut, another broker was elected (the kill may find a SyncStateSet of the master
+    # alone if the cut one has not rejoined yet: then nobody else may be elected, and the table says so)
+    assert part_row["newMaster"] not in (None, part_row["oldMaster"]) and part_row["electedAfterMs"] < 6000
+    page = Path(r["report"]).read_text()
+    for row in (part_row, kill_row):
+        assert f"<td>{row['recipe']}</td><td>{row['faultAt'] / 1000:.2f} s</td>" in page
+        if row["electedAfterMs"] is not None:
+            assert f"<td>{row['electedAfterMs'] / 1000:.2f} s</td>" in page
 
 
 @pytest.mark.slow
@@ -211,3 +251,41 @@ def test_listener_ports_come_from_below_the_ephemeral_range() -> None:
         assert ports[0] not in again
     finally:
         held.close()
+
+
+def test_each_failover_is_counted_from_its_own_recipes_fault() -> None:
+    """Known truth (issue 30): partition-master cuts b1 at 19.4 s, the controller elects b3 at 19.9 s (masterEpoch 2),
+    the heal comes at 24.4 s; then kill-master kills b3 at 28.0 s and b2 is elected at 28.3 s (masterEpoch 3). The
+    partition's failover is b3's, 0.5 s after the cut, not the kill's (the analysis once took the next crash after the
+    recipe started, whatever recipe it belonged to, and found no election after 28.0 s at masterEpoch > 1)."""
+    from rmqha.cluster.check import failovers
+    from rmqha.cluster.report import render as render_report
+
+    faults = [{"t": 19_400, "do": "partition", "id": "n1", "links": [["b1", "b2"], ["b2", "b1"]]},
+              {"t": 24_400, "do": "heal", "id": "n1"},
+              {"t": 28_000, "do": "crash", "node": "b3"}, {"t": 32_000, "do": "restart", "node": "b3"}]
+    context = [{"recipe": "partition-master", "t": 19_350, "master": "b1", "masterEpoch": 1, "sss": [1, 2, 3],
+                "id": 1, "faultAt": 19_400},
+               {"recipe": "kill-master", "t": 27_950, "master": "b3", "masterEpoch": 2, "sss": [3, 2], "id": 3,
+                "faultAt": 28_000}]
+    events = [{"k": "brk.identity", "n": b, "brokerId": i, "t": 1000} for b, i in (("b1", 1), ("b2", 2), ("b3", 3))]
+    events += [{"k": "brk.role", "n": "b3", "role": "MASTER", "masterEpoch": 2, "t": 19_900},
+               {"k": "brk.role", "n": "b1", "role": "SLAVE", "masterEpoch": 2, "t": 24_900},
+               {"k": "brk.role", "n": "b2", "role": "MASTER", "masterEpoch": 3, "t": 28_300}]
+    spec = ClusterSpec(Path("/nonexistent"), local_config(PROFILES["safe"]).to_dict(), 1, [],
+                       ["ns", "ctl", "b1", "b2", "b3"], ["ctl"], ["b1", "b2", "b3"], "ns", {}, 0, 0.0, 60)
+    part, kill = failovers(spec, events, context, faults)
+    assert (part["faultAt"], part["newMaster"], part["electedAfterMs"]) == (19_400, "b3", 500)
+    assert part["newMasterEpoch"] == 2
+    assert part["newMasterInSss"] is True and part["backAt"] == 24_400 and part["backRole"] == "SLAVE"
+    assert (kill["faultAt"], kill["newMaster"], kill["electedAfterMs"]) == (28_000, "b2", 300)
+    assert kill["backAt"] == 32_000
+    # a context recorded before faultAt existed: the window's own fault (the kill of its master, else the cut)
+    old = [{k: v for k, v in c.items() if k != "faultAt"} for c in context]
+    assert [(f["faultAt"], f["newMaster"]) for f in failovers(spec, events, old, faults)] == [(19_400, "b3"),
+                                                                                              (28_000, "b2")]
+    page = render_report(spec, {"valid": True, "profile": "safe", "bugs": [], "recipes": ["partition-master",
+                                "kill-master"], "duration": 40, "wallSeconds": 60, "counts": {}, "finalMaster": "b2",
+                                "conformance": "n/a", "notes": [], "violations": [], "failovers": [part, kill],
+                                "faults": faults, "final": {}})
+    assert "<td>partition-master</td><td>19.40 s</td><td>b1</td>" in page and "<td>0.50 s</td>" in page

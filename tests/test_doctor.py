@@ -8,7 +8,7 @@ import pytest
 
 from rmqha.cli import doctor, main
 
-NAMES = ["java", "pyspark", "tlc", "z3", "loopback", "maven", "netns", "rocketmq"]
+NAMES = ["java", "pyspark", "tlc", "z3", "loopback", "maven", "netns", "netem", "rocketmq"]
 
 
 @pytest.fixture
@@ -17,6 +17,7 @@ def healthy(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(doctor, "java_status", lambda: (True, "java 17 at /usr/bin/java"))
     monkeypatch.setattr(doctor.maven, "maven_status", lambda: (True, "Apache Maven 3.9 at /usr/bin/mvn"))
     monkeypatch.setattr(doctor.netns, "available", lambda: (True, "network namespaces usable"))
+    monkeypatch.setattr(doctor.netns, "netem_status", lambda: (True, "tc netem works"))
     monkeypatch.setattr(doctor.maven, "cached_versions", lambda: ["5.3.3"])
 
 
@@ -53,6 +54,8 @@ def test_everything_there_is_one_ok_line_per_check(healthy: None, capsys: pytest
     ("netns", lambda m: m.setattr(doctor.netns, "available", lambda: (False, "rmqha real runs every node in its own "
                                                                             "network namespace, which needs root")), 0,
      "as root"),
+    ("netem", lambda m: m.setattr(doctor.netns, "netem_status", lambda: (False, "no sch_netem module")), 0,
+     "modprobe sch_netem"),
     ("rocketmq", lambda m: m.setattr(doctor.maven, "cached_versions", lambda: []), 0, "rmqha real fetch --version"),
     ("loopback", lambda m: m.setattr(doctor.socket, "socket", lambda *a: (_ for _ in ()).throw(OSError(99, "no"))), 0,
      "ip link set lo up"),

@@ -158,9 +158,14 @@ def test_rmqha_fuzz_writes_tables_and_report(spark, tmp_path, capsys):
     cfg = tmp_path / "fuzz.toml"
     cfg.write_text("[fuzz]\nshrink_budget = 10\nshrinks_per_bucket = 1\nruns_per_task = 1\n")
     args = ["fuzz", "--seeds", "2", "--steps", "4000", "--master", "local[2]", "--bug", "transfer-crosses-epoch",
-            "--fix", "all", "--config", str(cfg), "--out", str(out), "--json"]
+            "--fix", "all", "--config", str(cfg), "--out", str(out), "--json", "--junit", str(tmp_path / "fuzz.xml")]
     code = main(args)
     summary = json.loads(capsys.readouterr().out)
+    from .junit_schema import Schema  # the JUnit output validates against docs/junit.xsd (tests/test_junit.py)
+
+    suite = Schema().validate((tmp_path / "fuzz.xml").read_bytes()).find("testsuite")
+    assert suite is not None and int(suite.get("tests", -1)) == max(len(summary["findings"]), 1)
+    assert int(suite.get("failures", -1)) == sum(1 for f in summary["findings"] if not f["explainedBy"])
     assert code == (1 if summary["unexplained"] else 0) and summary["runs"] == 2
     runs = spark.read.parquet(str(out / "runs.parquet"))
     assert runs.count() == 2 and {"run_id", "seed", "invariant", "explained_by", "header", "witnesses"} <= set(

@@ -214,6 +214,7 @@ def test_real_master_kill_fails_over_inside_the_sync_state_set_and_loses_nothing
     assert r["counts"]["acked"] > 50 and r["counts"]["controllerEvents"] >= 5
     for inv in ("SYNC-NO-ACK-LOSS", "CTL-CLEAN-ELECTION", "HA-LOG-MATCHING", "QUEUE-OFFSET-GAPLESS"):
         assert inv in r["checked"], inv
+    assert r["convergence"]["outcome"] == "converged" and r["convergence"]["afterS"] is not None, r["convergence"]
     assert Path(r["report"]).is_file()
 
 

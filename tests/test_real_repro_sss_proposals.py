@@ -62,7 +62,7 @@ def test_controller_run_lines() -> None:
 
 
 def test_event_text() -> None:
-    assert event_text(14, {"type": "AlterSyncStateSet", "newSyncStateSet": [2, 1]}) == "#14 AlterSyncStateSet [1, 2]"
+    assert event_text(14, {"type": "AlterSyncStateSet", "newSyncStateSet": [2, 1]}) == "#14 AlterSyncStateSet {1, 2}"
     assert event_text(9, {"type": "ElectMaster", "newMasterElected": True, "newMasterBrokerId": 1}) == \
         "#9 ElectMaster 1"
     assert event_text(6, {"type": "ElectMaster", "newMasterElected": False}) == "#6 ElectMaster(no master)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,6 +11,7 @@ from ..invariants import BY_ID, Checker
 from ..trace import TraceRecorder
 from .actions import Action
 from .config import Config, ConfigError, config_from_dict
+from .provenance import KEYS, provenance
 from .world import Recorder, Simulation, StepChecker, Violation
 
 
@@ -27,12 +28,17 @@ class RunResult:
 
 def header_for(cfg: Config, seed: int, steps: int, bugs: list[str], schedule: list[Action] | None,
                max_time: int | None = None, profile: str | None = None,
-               disabled: Collection[str] = (), conform: bool = False) -> dict[str, Any]:
-    """A trace header. ``conform``: the run is validated against the model as it runs (``"conform": true``; left out
-    otherwise): ``rmqha.models.campaign`` runs such a header, ``run_header`` here refuses it."""
-    header = {"seed": seed, "maxSteps": steps, "maxTime": max_time, "bugs": sorted(bugs), "profile": profile,
-              "config": cfg.to_dict(), "disabledInvariants": sorted(disabled),
-              "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
+               disabled: Collection[str] = (), conform: bool = False,
+               recorded_by: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A trace header, with who records it (``kit``, ``core``: ``provenance.py``): this kit, or for a re-run of a
+    recorded header ``recorded_by``, that header's own (none for a trace recorded before provenance). ``conform``:
+    the run is validated against the model as it runs (``"conform": true``; left out otherwise):
+    ``rmqha.models.campaign`` runs such a header, ``run_header`` here refuses it."""
+    header: dict[str, Any] = {
+        **(provenance() if recorded_by is None else recorded_by), "seed": seed, "maxSteps": steps,
+        "maxTime": max_time, "bugs": sorted(bugs), "profile": profile, "config": cfg.to_dict(),
+        "disabledInvariants": sorted(disabled),
+        "faults": {"mode": "generated"} if schedule is None else {"mode": "explicit", "events": schedule}}
     if conform:
         header["conform"] = True
     return header
@@ -61,14 +67,16 @@ def simulation(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[st
 
 def run(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
         schedule: list[Action] | None = None, max_time: int | None = None, profile: str | None = None,
-        record: bool = True, keep: bool = True, disabled: Collection[str] = ()) -> RunResult:
-    """One seeded run. ``record=False`` skips the trace entirely (fastest, no digest).
+        record: bool = True, keep: bool = True, disabled: Collection[str] = (),
+        recorded_by: Mapping[str, str] | None = None) -> RunResult:
+    """One seeded run. ``record=False`` skips the trace entirely (fastest, no digest); ``recorded_by``: the
+    provenance of a recorded header this run re-runs (``header_for``).
 
     ``disabled`` names invariants not to check (e.g. a precursor that would stop the run before the loss a
     scenario wants to show); it is recorded in the trace header.
     """
-    recorder = TraceRecorder(header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile, disabled), keep) \
-        if record else None
+    recorder = TraceRecorder(header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile, disabled,
+                                        recorded_by=recorded_by), keep) if record else None
     sim = simulation(cfg, seed, steps, bugs=bugs, schedule=schedule, max_time=max_time, disabled=disabled,
                      recorder=recorder)
     violation = sim.run()
@@ -96,4 +104,5 @@ def run_header(header: dict[str, Any], keep: bool = True, record: bool = True) -
     if header.get("conform"):
         raise ValueError("this run was validated against the model (\"conform\": true): re-run it with "
                          "rmqha.models.campaign.run_header (rmqha replay does)")
-    return run(**header_args(header), profile=header.get("profile"), keep=keep, record=record)
+    return run(**header_args(header), profile=header.get("profile"), keep=keep, record=record,
+               recorded_by={k: str(header[k]) for k in KEYS if k in header})

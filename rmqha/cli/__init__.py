@@ -4,6 +4,7 @@ layer that does the work, and prints the result.
     rmqha simulate --seed N [--steps K] [--profile P] [--config FILE] [--bug B]... [--fix F|all]... [--trace FILE]
     rmqha simulate --seeds A-B [--jobs J] [--out DIR] ...      (a batch: progress, triage, traces of failures)
     rmqha replay FILE                                          (exit 0 only if the run reproduces byte for byte)
+    rmqha recheck TRACE|FOLDER... [--json]                     (does each trace's violation still happen today?)
     rmqha show FILE [--around STEP]                            (a readable timeline of a trace)
     rmqha invariants [--json]      rmqha bugs [--json]      rmqha findings [--json]      rmqha doctor
     rmqha check [CONFIG ...] [--ci] [--workers N] [--record] [--json]   (TLA+ configs with TLC, vs spec/manifest.json)
@@ -14,8 +15,9 @@ layer that does the work, and prints the result.
     rmqha cluster up | status | kill | restart | partition | heal | down | test ...   (real processes: cli/cluster.py)
     rmqha real fetch | up | status | kill | partition | fault | down | test | repro ...   (RocketMQ itself: cli/real.py)
 
-Exit status: 0 success / no violation; 1 a violation (for a batch: one no documented finding explains) or a
-replay that does not reproduce; 2 a usage or input error (one line on stderr, never a traceback).
+Exit status: 0 success / no violation; 1 a violation (for a batch: one no documented finding explains), a replay
+that does not reproduce, or a recheck that finds a trace not as recorded; 2 a usage or input error (one line on
+stderr, never a traceback); 3 a replay that does not reproduce a trace another core recorded (``rmqha recheck``).
 
 Adding a group of subcommands: a module here with ``register(sub) -> {command: handler}`` (``common.Handler``),
 and its name in ``SUBCOMMANDS``.
@@ -52,7 +54,13 @@ def main(argv: list[str] | None = None) -> int:
     out = Console(highlight=False)
     try:
         p, handlers = parser()
-        args = p.parse_args(argv)
+        words = sys.argv[1:] if argv is None else list(argv)
+        if real.takes_trailing(words):
+            words, trailing = real.split_trailing(words)
+            args, extra = p.parse_known_args(words)
+            real.place_words(args, extra, trailing)
+        else:
+            args = p.parse_args(words)
         return handlers[args.cmd](args, out)
     except UserError as exc:
         print("rmqha: " + str(exc).replace("\r", "\\r").replace("\n", "\\n"), file=sys.stderr)  # one line, always

@@ -19,7 +19,8 @@ from rich.progress import Progress, TextColumn, TimeElapsedColumn
 
 from rmqha.spec import SPEC_DIR, speccheck
 
-from .common import MAX_JOBS, Handler, int_in, output_dir
+from . import junit
+from .common import MAX_JOBS, Handler, claim_dir, claim_file, int_in, output_dir, output_file
 from .doctor import java_status
 from .files import UserError
 from .signals import ends_on_signals
@@ -30,6 +31,8 @@ def register(sub: Any) -> dict[str, Handler]:
     c.add_argument("configs", nargs="*", help="config names or .cfg paths (default: every config of the manifest)")
     c.add_argument("--ci", action="store_true", help="only the configs the manifest marks for CI")
     c.add_argument("--workers", type=int_in(1, MAX_JOBS), help="TLC workers (default: CPU count)")
+    c.add_argument("--junit", type=output_file, metavar="FILE",
+                   help="also write the results as JUnit XML: one test case per config (docs/ci.md)")
     c.add_argument("--out", type=output_dir, default="runs/spec",
                    help="where counterexample traces go (default runs/spec)")
     c.add_argument("--record", action="store_true", help="write the measured counts into spec/manifest.json")
@@ -59,6 +62,9 @@ def cmd_check(args: argparse.Namespace, out: Console) -> int:
         raise UserError("--ci chooses the configs: give config names or --ci, not both")
     manifest = speccheck.load_manifest()
     names = speccheck.resolve(args.configs, manifest, ci_only=args.ci)
+    if args.junit:
+        claim_file(args.junit, "--junit")
+    claim_dir(args.out)
     ok_java, line = java_status()
     if not ok_java:
         raise UserError(line)
@@ -91,6 +97,8 @@ def cmd_check(args: argparse.Namespace, out: Console) -> int:
                 manifest["configs"][r["config"]]["measured"] = {
                     k: r[k] for k in ("distinct", "generated", "depth", "seconds")} | {"workers": workers}
         (SPEC_DIR / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    if args.junit:
+        junit.write(args.junit, junit.check_suite(results, workers))
     if args.json:
         print(json.dumps(results, indent=2))
     return 0 if all(r["ok"] for r in results) else 1

@@ -23,9 +23,10 @@ from rich.console import Console
 from rich.live import Live
 
 from rmqha.cluster import control as C
+from rmqha.cluster import rundir
 from rmqha.cluster.nemesis import RECIPES
 from rmqha.cluster.run import RunOptions, run_test
-from rmqha.cluster.spec import ClusterSpec, load, local_config
+from rmqha.cluster.spec import SPEC_FILE, ClusterSpec, load, local_config
 from rmqha.impl import bugs as B
 from rmqha.impl.sim.config import PROFILES, Config, ConfigError
 
@@ -34,6 +35,7 @@ from .common import (
     MAX_SEED,
     Handler,
     choice,
+    claim_dir,
     folder_path,
     input_file,
     int_in,
@@ -148,11 +150,23 @@ def cluster_config(path: str | None, profile: str | None, bugs: list[str], fixes
         raise UserError(f"{path}: {exc}" if path else str(exc)) from None
 
 
+def claim_run_dir(folder: Path, fresh: bool) -> None:
+    """The run folder: an earlier run's refused (without ``--fresh``) or a folder that holds no run's files, as
+    ``control.up`` would (``rundir.earlier_run``: looks only), then claimed (``common.claim_dir``), before any
+    process starts."""
+    try:
+        rundir.earlier_run(folder, SPEC_FILE, C.RUN_ENTRIES, fresh=fresh, what="cluster")
+    except rundir.RunDirError as exc:
+        raise UserError(str(exc)) from None
+    claim_dir(str(folder), "--dir")
+
+
 def cmd_cluster(args: argparse.Namespace, out: Console) -> int:
     try:
         folder = Path(args.dir)
         if args.cluster_cmd == "up":
             cfg, profile, names = cluster_config(args.config, args.profile, args.bug, args.fix)
+            claim_run_dir(folder, args.fresh)
             spec = C.up(folder, cfg, seed=args.seed, bugs=names, max_lifetime=args.lifetime, fresh=args.fresh)
             out.print(f"cluster up in {spec.dir}: {', '.join(spec.nodes)} (profile {profile}); `rmqha cluster "
                       f"status --dir {args.dir}` shows it, `rmqha cluster down --dir {args.dir}` stops it")
@@ -173,6 +187,10 @@ def cmd_cluster(args: argparse.Namespace, out: Console) -> int:
                 raise UserError(f"partition {args.nodes!r}: name the nodes to cut, e.g. b1 or b1,b2")
             b = ([n.strip() for n in args.others.split(",") if n.strip()] if args.others
                  else [n for n in spec.nodes if n not in a])
+            both = [n for n in a if n in b]
+            if both:
+                raise UserError(f"partition {args.nodes} from {args.others}: a node cannot be cut from itself "
+                                f"({', '.join(both)} on both sides)")
             links = C.links(spec, a, b, args.one_way)
             if not links:
                 raise UserError(f"partition {args.nodes} from {args.others or 'the others'}: no link to cut (the "
@@ -216,6 +234,7 @@ def _cmd_status(spec: ClusterSpec, args: argparse.Namespace, out: Console) -> in
 
 def _cmd_test(args: argparse.Namespace, out: Console) -> int:
     cfg, profile, names = cluster_config(args.config, args.profile, args.bug, args.fix)
+    claim_run_dir(Path(args.dir), args.fresh)
     opts = RunOptions(Path(args.dir), cfg, profile, args.duration, args.faults, args.seed, names, args.down,
                       args.settle, fresh=args.fresh)
     err = Console(stderr=True, highlight=False)

@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import tempfile
 from collections.abc import Callable, Mapping
 from typing import Any, NoReturn
 
@@ -278,6 +279,36 @@ def not_empty(what: str) -> Callable[[str], str]:
         return text
 
     return text_of
+
+
+# ------------------------------------------------------------------------------------------ output paths
+
+
+def claim_dir(path: str, flag: str = "--out") -> None:
+    """Make the output folder now, before any work starts, and write a probe file in it (removed at once): a path
+    the ``type=`` check could only look at (as root every path looks writable; ``/proc`` refuses even root) is a
+    ``UserError`` here, not a traceback after the run. Called once every other option has been checked."""
+    try:
+        os.makedirs(path, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".rmqha-probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{flag} {path}: cannot write there ({exc.strerror or exc})") from None
+
+
+def claim_file(path: str, flag: str) -> None:
+    """``claim_dir`` for a file: its folder made, the file opened for writing (a new one removed again)."""
+    parent = os.path.dirname(os.path.abspath(path))
+    existed = os.path.lexists(path)
+    try:
+        os.makedirs(parent, exist_ok=True)
+        with open(path, "ab"):
+            pass
+        if not existed:
+            os.unlink(path)
+    except OSError as exc:
+        raise UserError(f"{flag} {path}: cannot write it ({exc.strerror or exc})") from None
 
 
 # ------------------------------------------------------------------------------------------ combinations

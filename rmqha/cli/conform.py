@@ -20,8 +20,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from rmqha.impl import bugs as B
 from rmqha.impl.sim.config import PROFILES, default_config
-from rmqha.impl.sim.runner import header_for
+from rmqha.impl.sim.runner import header_args, header_for
 from rmqha.models.conform import validate
 from rmqha.real.conform import conform_run, run_dir_of
 
@@ -120,7 +121,15 @@ def cmd_conform(args: argparse.Namespace, out: Console) -> int:
         if model_trace_objs(path, text) is not None:
             raise UserError(f"{path}: a model trace; conform validates implementation traces (rmqha replay "
                             "--impl OUT turns a model trace into one)")
-        items.append((path, read_trace(path, text)[1]))
+        header = read_trace(path, text)[1]
+        try:  # what replay refuses in one line, before any run
+            header_args(header)
+            B.check_names(list(header.get("bugs") or []))
+        except KeyError as exc:
+            raise UserError(f"{path}: cannot run this header (no field {exc})") from None
+        except (ValueError, TypeError) as exc:
+            raise UserError(f"{path}: cannot run this header ({exc})") from None
+        items.append((path, header))
     if args.seeds is not None:
         profile = args.profile or "safe"
         cfg = default_config(profile)

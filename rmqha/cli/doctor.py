@@ -4,7 +4,9 @@
 
 The checks: Java 17 (TLC and Spark), pyspark (``rmqha fuzz``, the main job), TLC's jar (``rmqha check``), z3
 (``rmqha prove``), free loopback ports (``rmqha cluster``, Spark's embedded master), and for ``rmqha real`` (optional:
-the rest works without) Maven, network namespaces and the RocketMQ versions fetched. Exit status 1 only when a check
+the rest works without) Maven, network namespaces, ``tc netem`` (the link faults: without it ``real test
+--faults net-loss-master`` and ``real fault netem`` are refused at once) and the RocketMQ versions
+fetched. Exit status 1 only when a check
 the main job needs (Java, pyspark) fails; 0 otherwise. ``java_status`` is also the check ``rmqha check`` and
 ``rmqha fuzz`` make before they start.
 """
@@ -143,6 +145,15 @@ def check_netns() -> Check:
     return Check("netns", ok, line, fix, False, "rmqha real")
 
 
+def check_netem() -> Check:
+    ok, line = netns.netem_status()
+    if ok:
+        return Check("netem", True, line, "", False, netns.NETEM_USERS)
+    return Check("netem", False, f"{line}; without it: {netns.NETEM_USERS} are refused (every other fault works)",
+                 "a kernel with the sch_netem module (Debian/Ubuntu: `apt-get install -y linux-modules-extra-$(uname "
+                 "-r)`, then `modprobe sch_netem`); containers share the host's kernel", False, netns.NETEM_USERS)
+
+
 def check_rocketmq() -> Check:
     fetched = maven.cached_versions()
     if not fetched:
@@ -154,7 +165,7 @@ def check_rocketmq() -> Check:
 def checks() -> list[Check]:
     """Every check, in the order ``rmqha doctor`` prints them."""
     return [check_java(), check_pyspark(), check_tlc(), check_z3(), check_loopback(), check_maven(), check_netns(),
-            check_rocketmq()]
+            check_netem(), check_rocketmq()]
 
 
 def register(sub: Any) -> dict[str, Handler]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -30,6 +29,7 @@ from rmqha.spark_fuzz.report import write_report
 from rmqha.spark_fuzz.session import parallelism, spark_session, stop_session
 from rmqha.spark_fuzz.stopping import exit_status, hold_signals, signal_name, stop_signals
 
+from . import junit
 from .common import (
     MAX_SECONDS,
     MAX_SEED,
@@ -37,10 +37,13 @@ from .common import (
     Handler,
     bug_list,
     choice,
+    claim_dir,
+    claim_file,
     input_file,
     int_in,
     master_url,
     output_dir,
+    output_file,
     seconds,
     seed_count_or_range,
 )
@@ -93,6 +96,8 @@ def register(sub: Any) -> dict[str, Handler]:
                    help="do not validate runs against the model (by default every run the model covers is, and a "
                         "step that leaves it is the violation MODEL-CONFORM: docs/conformance.md)")
     f.add_argument("--json", action="store_true", help="print the summary as JSON")
+    f.add_argument("--junit", type=output_file, metavar="FILE",
+                   help="also write the findings as JUnit XML: one test case per finding (docs/ci.md)")
     return {"fuzz": cmd_fuzz}
 
 
@@ -133,13 +138,12 @@ def cmd_fuzz(args: argparse.Namespace, out: Console) -> int:
         done = journaled_runs(opts)
     except CampaignError as exc:
         raise UserError(str(exc)) from None
+    if args.junit:
+        claim_file(args.junit, "--junit")
+    claim_dir(args.out)
     ok, line = java_status()
     if not ok:
         raise UserError(f"Spark needs Java 17: {line}")
-    try:
-        Path(args.out).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"cannot create {args.out}: {exc.strerror}") from None
     err = Console(stderr=True)
     if done is not None and not args.json:
         err.print(f"resuming campaign in {escape(args.out)}: {done} runs done", highlight=False, soft_wrap=True)
@@ -202,6 +206,8 @@ def _campaign(args: argparse.Namespace, out: Console, spark: Any, opts: Campaign
     report = write_report(camp)
     summary = camp.summary() | {"tables": tables, "report": report}
     code = 1 if summary["unexplained"] else 0
+    if args.junit:
+        junit.write(args.junit, junit.fuzz_suite(summary, opts.profile, sorted(opts.bugs)))
     if args.json:
         print(json.dumps(summary, sort_keys=True))
         return code

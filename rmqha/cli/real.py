@@ -32,27 +32,32 @@ from typing import Any
 
 from rich.console import Console
 
+from rmqha.cluster import rundir
 from rmqha.impl.sim.config import ConfigError
 from rmqha.real import agent as A
 from rmqha.real import control as C
-from rmqha.real import maven, netns
+from rmqha.real import maven, netns, remoting
 from rmqha.real import observe as O
 from rmqha.real import points as P
 from rmqha.real.nemesis import RECIPES
 from rmqha.real.repro import NOT_REPRODUCED, REPRODUCED, run_repro
 from rmqha.real.repros import REPROS
 from rmqha.real.run import RealTestOptions, run_test
-from rmqha.real.spec import REAL_PROFILES, RealSpec, load, real_config
+from rmqha.real.spec import REAL_PROFILES, SPEC_FILE, RealSpec, load, real_config
 
+from . import junit
 from .common import (
     MAX_LIFETIME,
     Handler,
     choice,
+    claim_dir,
+    claim_file,
     folder_path,
     input_file,
     int_in,
     not_empty,
     output_dir,
+    output_file,
     recipe_list,
     seconds,
 )
@@ -104,6 +109,35 @@ FAULT_TAKES = {"drop-response": {"code", "src", "to", "count", "duration", "id"}
                "clear": set(), "status": set()}
 
 
+def takes_trailing(argv: list[str]) -> bool:
+    """``rmqha real fault``: its node and its tc netem arguments may come before or after its options."""
+    return argv[:2] == ["real", "fault"]
+
+
+def split_trailing(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``rmqha real fault ... -- ARGS``: the command line before the first ``--``, and the words after it (the tc
+    netem arguments, as docs/real.md writes them: after the node and the options)."""
+    if "--" not in argv:
+        return argv, []
+    i = argv.index("--")
+    return argv[:i], argv[i + 1:]
+
+
+def place_words(args: argparse.Namespace, extra: list[str], trailing: list[str]) -> None:
+    """Words argparse left over because an option came between ``real fault KIND`` and them (``netem --to c0 b2``):
+    the node first, then netem arguments; the words after ``--`` are netem arguments. An unknown option is the
+    usage error ``parse_args`` would give."""
+    unknown = [w for w in extra if w.startswith("-")]
+    if unknown:
+        raise UserError(f"real fault: unrecognized arguments: {' '.join(unknown)} (see --help)")
+    words = list(extra)
+    if words and args.node is None:
+        args.node = words.pop(0)
+        if not args.node.strip():
+            raise UserError("real fault: argument node: must name a node (see --help)")
+    args.netem = [*args.netem, *words, *trailing]
+
+
 def register(sub: Any) -> dict[str, Handler]:
     r = sub.add_parser("real", help="real RocketMQ from Maven Central: fetch, up, status, faults, down (docs/real.md)")
     rs = r.add_subparsers(dest="real_cmd", required=True, parser_class=type(r))  # one-line errors, as `rmqha`
@@ -123,7 +157,7 @@ def register(sub: Any) -> dict[str, Handler]:
                             "jars (what it lacks, e.g. third-party jars, comes from the nearest release)")
         p.add_argument("--controllers", type=int, choices=(1, 3), help="controller nodes (default: the profile's, 1)")
         p.add_argument("--controller-type", choices=("dledger", "jraft"), help="DLedger (default) or JRaft")
-        p.add_argument("--brokers", type=int_in(1, 9), help="brokers in the set (default 3)")
+        p.add_argument("--brokers", type=int_in(1, 5), help="brokers in the set (default 3; a real set takes 1 to 5)")
         p.add_argument("--config", type=input_file, help="TOML file of kit settings (docs/configuration.md)")
         p.add_argument("--profile", type=choice(REAL_PROFILES, "profile of a real cluster"),
                        help=f"{', '.join(REAL_PROFILES)} (default safe)")
@@ -214,6 +248,8 @@ def register(sub: Any) -> dict[str, Handler]:
                     help="where each run's folder goes (default runs/real-repro)")
     rp.add_argument("--json", action="store_true", help="print one JSON object per run")
     with_fix(rp)
+    rp.add_argument("--junit", type=output_file, metavar="FILE",
+                    help="also write the outcomes as JUnit XML: one test case per finding, version and run")
 
     t = with_dir(rs.add_parser("test", help="a workload under a fault schedule on a real cluster, then the "
                                             "catalogue's verdict on what was observed"), DEFAULT_TEST_DIR, new=True)
@@ -226,6 +262,8 @@ def register(sub: Any) -> dict[str, Handler]:
                    help="seconds a killed / paused / cut node stays so (default 5)")
     t.add_argument("--settle", type=seconds(), default=60.0, help="at most this long to settle after the faults")
     t.add_argument("--json", action="store_true", help="print the result as JSON")
+    t.add_argument("--junit", type=output_file, metavar="FILE",
+                   help="also write the verdict as JUnit XML: one test case per invariant a real run checks")
     return {"real": ends_on_signals(cmd_real)}
 
 
@@ -344,6 +382,7 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
     if cmd == "up":
         cfg, profile = real_cfg(args)
         agent = agent_options(args)
+        claim_run_dir(Path(args.dir), args.fresh)
         spec = C.up(Path(args.dir), cfg, version=args.version, profile=profile, lifetime_s=args.lifetime,
                     fresh=args.fresh, say=lambda m: out.print(m), agent=agent)
         out.print(f"real cluster up in {spec.dir}: {', '.join(spec.nodes)} (RocketMQ {spec.version}, "
@@ -360,6 +399,11 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
         return _repro(args, out)
     if cmd == "fault":
         _fault_options(args)
+    if cmd == "partition" and args.others:
+        named = {n.strip() for n in args.nodes.split(",")} & {n.strip() for n in args.others.split(",")}
+        if named - {""}:
+            raise UserError(f"partition {args.nodes} from {args.others}: a node cannot be cut from itself "
+                            f"({', '.join(sorted(named - {''}))} on both sides)")
     spec = _spec(args)
     if cmd == "down":
         ended = C.down(spec.dir)
@@ -383,6 +427,10 @@ def _dispatch(args: argparse.Namespace, out: Console) -> int:
     elif cmd == "partition":
         a = _nodes(spec, args.nodes)
         b = _nodes(spec, args.others) if args.others else [n for n in [*spec.nodes, "client"] if n not in a]
+        both = [n for n in a if n in b]
+        if both:
+            raise UserError(f"partition {args.nodes} from {args.others}: a node cannot be cut from itself "
+                            f"({', '.join(both)} on both sides)")
         links = [[x, y] for x in a for y in b] + ([] if args.one_way else [[y, x] for x in a for y in b])
         pid = args.id or f"p{int(time.time() * 1000) % 100000}"
         _proxy(spec, {"op": "partition", "id": pid, "links": links})
@@ -427,6 +475,17 @@ def _fault_options(args: argparse.Namespace) -> None:
         raise UserError(f"fault {kind}: --code is required (a request code by name or number)")
     if kind == "delay-response" and args.ms is None:
         raise UserError("fault delay-response: --ms is required (milliseconds)")
+    if args.code is not None:
+        try:
+            number = remoting.request_code(args.code)
+        except ValueError:
+            number = None
+        if number not in remoting.REQUEST_NAMES:
+            raise UserError(f"fault {kind}: --code {args.code}: not a request code the proxy knows (a name or number "
+                            f"of rmqha/real/remoting.py's REQUEST_CODES, e.g. CONTROLLER_ALTER_SYNC_STATE_SET or "
+                            f"{remoting.REQUEST_CODES['CONTROLLER_ALTER_SYNC_STATE_SET']})")
+    if kind == "netem":
+        require_netem(f"fault netem on {args.node}")
 
 
 def _agents(spec: RealSpec) -> dict[str, A.AgentClient]:
@@ -600,14 +659,36 @@ def _points(args: argparse.Namespace, out: Console) -> int:
     if not versions:
         out.print("no version fetched: rmqha real points --version V checks a version's jars", markup=False)
     return 0
+def claim_run_dir(folder: Path, fresh: bool) -> None:
+    """The run folder: refused as ``control.up`` would refuse it (``rundir.earlier_run``: looks only), then claimed
+    (``common.claim_dir``), before anything starts."""
+    try:
+        rundir.earlier_run(folder, SPEC_FILE, C.RUN_ENTRIES, fresh=fresh, what="real cluster")
+    except rundir.RunDirError as exc:
+        raise UserError(str(exc)) from None
+    claim_dir(str(folder), "--dir")
+
+
+def require_netem(what: str) -> None:
+    """A netem fault on a kernel without ``sch_netem`` is refused at once (``netns.netem_status``)."""
+    ok, line = netns.netem_status()
+    if not ok:
+        raise UserError(f"{what} needs tc netem, which this machine lacks: {line}")
 
 
 def _test(args: argparse.Namespace, out: Console) -> int:
     cfg, profile = real_cfg(args)
+    if "net-loss-master" in args.faults:
+        require_netem("--faults net-loss-master")
+    if args.junit:
+        claim_file(args.junit, "--junit")
+    claim_run_dir(Path(args.dir), args.fresh)
     opts = RealTestOptions(Path(args.dir), cfg, profile, args.version, duration=args.duration, faults=args.faults,
                            down=args.down, settle=args.settle, fresh=args.fresh, agent=agent_options(args))
     say = (lambda m: None) if args.json else (lambda m: out.print(m))
     r = run_test(opts, say)
+    if args.junit:
+        junit.write(args.junit, junit.real_test_suite(r, args.version))
     if args.json:
         print(json.dumps(r, sort_keys=True, default=str))
     else:
@@ -631,8 +712,12 @@ def _test(args: argparse.Namespace, out: Console) -> int:
 
 
 def _repro(args: argparse.Namespace, out: Console) -> int:
+    unknown = [i for i in args.ids if i not in REPROS]
+    if unknown:
+        raise UserError(f"no reproduction of {unknown[0]!r} (known: {', '.join(sorted(REPROS))})")
     if args.list:
-        for r in sorted(REPROS.values(), key=lambda r: r.id):
+        for r in sorted((REPROS[i] for i in dict.fromkeys(args.ids)) if args.ids else REPROS.values(),
+                        key=lambda r: r.id):
             exp = "; ".join(f"{v}: {e}" for v, e in sorted(r.expect.items())) or "no expectation recorded"
             out.print(f"{r.id} ({r.invariant}, ~{r.minutes:g} min, profile {r.profile}): {r.title}")
             out.print(f"  how: {r.how}")
@@ -640,13 +725,14 @@ def _repro(args: argparse.Namespace, out: Console) -> int:
         return 0
     if not args.ids:
         raise UserError(f"name a finding (known: {', '.join(sorted(REPROS)) or 'none'}), or --list")
-    unknown = [i for i in args.ids if i not in REPROS]
-    if unknown:
-        raise UserError(f"no reproduction of {unknown[0]!r} (known: {', '.join(sorted(REPROS))})")
     versions = list(args.version) or [maven.PINNED]
     fixes = tuple(P.fix_ids(args.fix))
+    if args.junit:
+        claim_file(args.junit, "--junit")
+    claim_dir(args.dir, "--dir")
     C.preflight()
     ok = True
+    outcomes = []
     for fid in args.ids:
         r = REPROS[fid]
         for v in versions:
@@ -658,6 +744,9 @@ def _repro(args: argparse.Namespace, out: Console) -> int:
                     out.print(f"{fid} on RocketMQ {v}, run {n}"
                               + (f" with the fix rules {', '.join(fixes)}" if fixes else "") + f": {r.how}")
                 o = run_repro(r, v, folder, n, say, fixes=fixes)
+                outcomes.append(o)
+                if args.junit:  # after each run: a long campaign's file holds what is done so far
+                    junit.write(args.junit, junit.real_repro_suite(outcomes))
                 rates.append(o.verdict)
                 ok = ok and o.verdict == (NOT_REPRODUCED if fixes else REPRODUCED)
                 if args.json:

@@ -26,6 +26,7 @@ from rmqha.impl.sim.runner import RunResult, header_for
 from rmqha.impl.trace import ViolationRecord
 from rmqha.models.campaign import run, run_header, scope
 
+from . import junit
 from .common import (
     DEFAULT_STEPS,
     MAX_JOBS,
@@ -35,6 +36,8 @@ from .common import (
     apply_configs,
     bug_list,
     choice,
+    claim_dir,
+    claim_file,
     input_file,
     int_in,
     number_in,
@@ -74,6 +77,8 @@ def register(sub: Any) -> dict[str, Handler]:
                    help="do not validate runs against the model (by default every run the model covers is, and a "
                         "step that leaves it is the violation MODEL-CONFORM: docs/conformance.md)")
     s.add_argument("--json", action="store_true", help="print the result as JSON")
+    s.add_argument("--junit", type=output_file, metavar="FILE",
+                   help="also write the results as JUnit XML: one test case per seed (docs/ci.md)")
     return {"simulate": cmd_simulate}
 
 
@@ -89,8 +94,14 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
     max_time = round(args.max_time * 1000) if args.max_time is not None else None
     if max_time is not None and max_time < 1:
         raise UserError(f"--max-time must be at least 0.001 s, got {args.max_time:g}")
+    if args.junit:
+        claim_file(args.junit, "--junit")
     if args.seeds is not None:
+        if args.out:
+            claim_dir(args.out)
         return _batch(args, out, cfg, profile, names, args.seeds, max_time)
+    if args.trace:
+        claim_file(args.trace, "--trace")
     seed = 1 if args.seed is None else args.seed
     t0 = time.perf_counter()
     result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile, conform=not args.no_conform)
@@ -103,6 +114,11 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
                "simSeconds": result.sim_time / 1000,
                "wallSeconds": round(wall, 3), "violation": v, "hash": result.digest, "trace": args.trace,
                "coverage": result.coverage, "conform": "n/a: " + why_not if why_not else "checked"}
+    if args.junit:
+        again = " ".join(["rmqha simulate --seed {seed}", f"--steps {args.steps}", f"--profile {profile}",
+                          *(f"--bug {b}" for b in args.bug), *(f"--fix {f}" for f in args.fix)])
+        junit.write(args.junit, junit.simulate_suite(profile, names, [{"seed": seed, "wall": wall, "violation": v}],
+                                                     wall, None, args.trace, again + " --trace t.jsonl"))
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
@@ -172,6 +188,11 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
                "simSeconds": round(sim_s, 1), "wallSeconds": round(wall, 2), "results": results}
     if args.out:
         write_text(os.path.join(args.out, "summary.json"), json.dumps(summary, indent=1, sort_keys=True))
+    if args.junit:
+        again = " ".join(["rmqha simulate --seed {seed}", f"--steps {args.steps}", f"--profile {profile}",
+                          *(f"--bug {b}" for b in args.bug), *(f"--fix {f}" for f in args.fix)])
+        junit.write(args.junit, junit.simulate_suite(profile, names, results, wall, args.out, None,
+                                                     again + " --trace t.jsonl"))
     if args.json:
         print(json.dumps(summary, sort_keys=True))
         return 1 if unexplained else 0

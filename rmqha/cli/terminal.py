@@ -230,6 +230,100 @@ class FitTable:
             yield Text(n)
 
 
+# ---------------------------------------------------------------------------------------------- listings
+
+
+def wrap_words(text: str, width: int, first: str = "", rest: str = "") -> list[str]:
+    """``text`` wrapped at spaces into lines of at most ``width`` (``first`` / ``rest``: the prefixes of the first
+    and the following lines); a word is never split: one that does not fit after ``first`` starts the next line
+    (``first`` then stands alone), one longer than any line gets a line of its own."""
+    lines: list[str] = []
+    line = first
+    fresh = True  # nothing but the prefix on the line yet
+    for word in text.split():
+        if fresh and len(line) + len(word) <= width:
+            line += word
+        elif not fresh and len(line) + 1 + len(word) <= width:
+            line += " " + word
+        elif fresh and line == first and first.strip():
+            lines.append(first.rstrip())
+            line = rest + word
+        elif fresh:
+            line += word  # longer than any line: alone on its line
+        else:
+            lines.append(line)
+            line = rest + word
+        fresh = False
+    lines.append(line if not fresh else first.rstrip())
+    return lines
+
+
+def longest_word(cells: Iterable[str]) -> int:
+    return max((len(w) for c in cells for w in c.split()), default=1)
+
+
+class Listing:
+    """A listing of names (invariant ids, switch names, finding ids) and their texts that never splits a word: a
+    table whose every column is at least as wide as its longest word when that fits the width it is printed at,
+    else one block per row (its first cell on a line of its own, then each other cell under its column's name,
+    wrapped at spaces). Ids and switch names are words: they are whole in either form, at any width, so that they
+    can be pasted into ``--bug`` / ``--fix`` / ``rmqha invariants ID``."""
+
+    GAP = 2
+
+    def __init__(self, title: str, cols: Sequence[str], rows: Iterable[Sequence[str]], foot: str = "") -> None:
+        self.title, self.cols, self.rows, self.foot = title, list(cols), [list(r) for r in rows], list(foot and [foot])
+
+    def widths(self, width: int) -> list[int] | None:
+        """Column widths that fit ``width`` with every column at least as wide as its longest word (extra room
+        goes to the columns whose cells are longest, up to their longest cell); None when they do not fit."""
+        cells = [[c, *(r[i] for r in self.rows)] for i, c in enumerate(self.cols)]
+        low = [longest_word(col) for col in cells]
+        high = [max(len(x) for x in col) for col in cells]
+        room = width - self.GAP * (len(self.cols) - 1) - sum(low)
+        if room < 0:
+            return None
+        w = list(low)
+        while room > 0:
+            want = [i for i in range(len(w)) if w[i] < high[i]]
+            if not want:
+                break
+            for i in sorted(want, key=lambda i: w[i] - high[i])[:room]:
+                w[i] += 1
+                room -= 1
+        return w
+
+    def table_lines(self, widths: list[int]) -> list[str]:
+        gap = " " * self.GAP
+
+        def row(cells: Sequence[str]) -> list[str]:
+            parts = [wrap_words(c, w) for c, w in zip(cells, widths)]
+            return [gap.join(p[k].ljust(w) if k < len(p) else " " * w for p, w in zip(parts, widths)).rstrip()
+                    for k in range(max(map(len, parts)))]
+
+        return [*row(self.cols), gap.join("─" * w for w in widths), *(ln for r in self.rows for ln in row(r))]
+
+    def lines(self, width: int) -> list[str]:
+        """Everything, at ``width``: the title, the table (or the blocks), the foot."""
+        out = wrap_words(" ".join(self.title.split()), width) if self.title else []
+        w = self.widths(width)
+        if w is not None:
+            out += self.table_lines(w)
+        else:
+            for r in self.rows:
+                out.append(r[0])
+                for name, cell in zip(self.cols[1:], r[1:]):
+                    if cell and cell != DASH:
+                        out += wrap_words(cell, width, f"  {name}: ", "      ")
+        for f in self.foot:
+            out += wrap_words(f, width)
+        return out
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines(options.max_width):
+            yield Text(line, no_wrap=True, overflow="ignore")
+
+
 # ---------------------------------------------------------------------------------------------- fuzz summary
 
 

@@ -34,6 +34,8 @@ from typing import Any
 
 from ..impl.invariants.progress import task_overdue
 from ..impl.invariants.settle import periodic_allowance
+from ..impl.sim.provenance import provenance
+from ..impl.sim.report import members
 from ..impl.sim.settle import timeouts
 from ..impl.store.commitlog import CommitLog
 from ..impl.trace import TraceRecorder
@@ -99,18 +101,19 @@ def check(spec: ClusterSpec, events: list[dict[str, Any]], final: dict[str, dict
             v.final_master = b
     logs = broker_logs(spec)
     if v.final_master is None:
-        v.notes.append(f"no master at the end (controller: {info or 'unreachable'}): the loss checks need one")
+        said = "unreachable" if not info else f"master id {info.get('master')} at masterEpoch {info.get('masterEpoch')}"
+        v.notes.append(f"no master at the end (controller: {said}): the loss checks need one")
     else:
         log = logs[v.final_master]
         keys = log.keys
         lost = [k for k in acked if k not in keys]
         if lost:
             v.fail("SYNC-NO-ACK-LOSS", f"{len(lost)} of {len(acked)} messages acknowledged PUT_OK are not in the "
-                   f"final master {v.final_master}'s log (first: {lost[:5]})", lost=lost)
+                   f"final master {v.final_master}'s log (first: {', '.join(lost[:5])})", lost=lost)
         gone = sorted({e["key"] for e in seen if e["key"] not in keys})
         if gone:
             v.fail("SYNC-SEEN-NO-LOSS", f"{len(gone)} messages a consumer received are not in the final master "
-                   f"{v.final_master}'s log (first: {gone[:5]})", lost=gone)
+                   f"{v.final_master}'s log (first: {', '.join(gone[:5])})", lost=gone)
         if log.queue_anomalies:
             pos, qid, qoff, expected = log.queue_anomalies[0]
             v.fail("QUEUE-OFFSET-GAPLESS", f"{v.final_master}: the message at {pos} has queue {qid} offset {qoff}, "
@@ -157,8 +160,14 @@ def check_progress(v: Verdict, spec: ClusterSpec, events: list[dict[str, Any]],
     by_id = {st["id"]: b for b, st in up.items() if st.get("id") is not None}
     master = by_id.get(info["master"]) if info and info.get("master") is not None else None
     mst = up.get(master or "")
+    def names(ids: list[int] | None) -> str:  # broker ids as the nodes that hold them: {b1, b2}
+        return members(sorted(by_id.get(i, f"id {i}") for i in ids or []))
+
     if info is None or mst is None:
-        v.fail("LIVE-MASTER", f"at the end no master: controller {info or 'without a leader'}")
+        said = "without a leader" if info is None else (
+            f"names master id {info.get('master')} at masterEpoch {info.get('masterEpoch')}, SyncStateSet "
+            f"{names(info.get('sss'))}, and no broker that answers holds that id")
+        v.fail("LIVE-MASTER", f"at the end no master: the controller {said}")
         return
     if mst.get("role") != "MASTER" or mst.get("masterEpoch") != info["masterEpoch"] or mst.get("fenced") \
             or mst.get("state") != "RUNNING":
@@ -169,8 +178,9 @@ def check_progress(v: Verdict, spec: ClusterSpec, events: list[dict[str, Any]],
             v.fail("LIVE-MASTER", f"{b} still acts as master (masterEpoch {st.get('masterEpoch')}) beside {master}")
     dead = [i for i in [*info["sss"], *mst.get("sss", [])] if i not in by_id]
     if dead:
-        v.fail("LIVE-SSS-NO-DEAD", f"the SyncStateSets (controller {info['sss']}, master {mst.get('sss')}) hold "
-               f"{sorted(set(dead))}, which no broker that answers holds")
+        v.fail("LIVE-SSS-NO-DEAD", f"the SyncStateSets (controller {names(info['sss'])}, master "
+               f"{names(mst.get('sss'))}) hold broker ids {', '.join(map(str, sorted(set(dead))))}, which no broker "
+               "that answers holds")
     master_ha = f"{master}:10912"
     for b, st in sorted(up.items()):
         if b == master:
@@ -178,18 +188,22 @@ def check_progress(v: Verdict, spec: ClusterSpec, events: list[dict[str, Any]],
         if st.get("role") != "SLAVE" or st.get("master") != info["master"] \
                 or st.get("masterEpoch") != info["masterEpoch"] or (st.get("max") or 0) < (mst.get("confirm") or 0) \
                 or st.get("id") not in info["sss"] or st.get("id") not in mst.get("sss", []):
-            v.fail("LIVE-SSS-CATCHUP", f"{b} ({st.get('role')} of {st.get('master')} at {st.get('masterEpoch')}, max "
-                   f"{st.get('max')}) has not caught up with {master} (confirm {mst.get('confirm')}) into the "
-                   f"SyncStateSets (controller {info['sss']}, master {mst.get('sss')})")
+            v.fail("LIVE-SSS-CATCHUP", f"{b} ({st.get('role')} of {by_id.get(st.get('master'), st.get('master'))} "
+                   f"at masterEpoch {st.get('masterEpoch')}, max {st.get('max')}) has not caught up with {master} "
+                   f"(confirm {mst.get('confirm')}) into the SyncStateSets (controller {names(info['sss'])}, master "
+                   f"{names(mst.get('sss'))})")
         client = st.get("haClient") or {}
         side = [c for c in mst.get("haConnections", []) if c["slave"] == st.get("id") and c["state"] == "TRANSFER"]
         if client.get("state") != "TRANSFER" or client.get("address") != master_ha or not side:
+            conns = ", ".join(f"{by_id.get(c['slave'], c['slave'])} {c['state']}"
+                              for c in mst.get("haConnections", [])) or "none"
             v.fail("LIVE-HA-TRANSFER", f"{b}'s HA client is {client.get('state')} to {client.get('address')}; "
-                   f"{master}'s connections {mst.get('haConnections')}")
+                   f"{master}'s HA connections: {conns}")
     if probe_from is not None:
         probes = [e for e in events if e["k"] == "client.send-result" and e["t"] >= probe_from]
         if not probes or probes[-1]["status"] != "PUT_OK":
-            v.fail("LIVE-PUTS", f"the probe sends after the settle: {[(e['key'], e['status']) for e in probes][-5:]}")
+            said = ", ".join(f"{e['key']} {e['status']}" for e in probes[-5:]) or "none"
+            v.fail("LIVE-PUTS", f"the probe sends after the settle (the last five): {said}")
     allowance = periodic_allowance(timeouts(spec.cfg))
     for node, state in sorted(final.items()):
         for task in (state or {}).get("tasks", []):
@@ -221,15 +235,24 @@ def _check_queues_readable(v: Verdict, events: list[dict[str, Any]], acked: set[
 def failovers(spec: ClusterSpec, events: list[dict[str, Any]], context: list[dict[str, Any]],
               faults: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """For each fault on a master: who took over, when, whether it was in the SyncStateSet, and how the old
-    master came back (its handshake's consistent point, any truncation, and its return to the SyncStateSet)."""
+    master came back (its handshake's consistent point, any truncation, and its return to the SyncStateSet).
+
+    Each recipe owns the window from its start to the next recipe's: its fault is the action it recorded as taking
+    the master away (``faultAt``, ``nemesis.py``; a context from before it: the first kill or pause of the old
+    master in the window, else its first cut), the new master the first broker to become master at a higher
+    masterEpoch in the window, the way back the old master's restart or resume in the window, else the heal."""
     out = []
-    for ctx in context:
+    for i, ctx in enumerate(context):
         t0 = ctx["t"]
         old = ctx["master"]
-        crash = next((f for f in faults if f["t"] >= t0 and f["do"] in ("crash", "pause")), None) or \
-            next((f for f in faults if f["t"] >= t0 and f["do"] == "partition"), None)
-        t_fault = crash["t"] if crash else t0
-        new = next((e for e in events if e["t"] >= t_fault and e["k"] == "brk.role" and e["role"] == "MASTER"
+        end = context[i + 1]["t"] if i + 1 < len(context) else float("inf")
+        window = [f for f in faults if t0 <= f["t"] < end]
+        t_fault = ctx.get("faultAt")
+        if t_fault is None:
+            crash = next((f for f in window if f["do"] in ("crash", "pause") and f.get("node") == old), None) or \
+                next((f for f in window if f["do"] == "partition"), None)
+            t_fault = crash["t"] if crash else t0
+        new = next((e for e in events if t_fault <= e["t"] < end and e["k"] == "brk.role" and e["role"] == "MASTER"
                     and e["masterEpoch"] > ctx["masterEpoch"]), None)
         sss = ctx.get("sssAtCrash") or ctx["sss"]
         row: dict[str, Any] = {"recipe": ctx["recipe"], "oldMaster": old, "sss": sss, "faultAt": t_fault,
@@ -240,7 +263,9 @@ def failovers(spec: ClusterSpec, events: list[dict[str, Any]], context: list[dic
             new_id = next((e["brokerId"] for e in reversed(events) if e["k"] == "brk.identity" and e["n"] == new["n"]
                            and e["t"] <= new["t"]), None)
             row["newMasterInSss"] = new_id in sss if new_id is not None else None
-        restart = next((f for f in faults if f["t"] >= t_fault and f["do"] in ("restart", "resume", "heal")), None)
+        later = [f for f in window if f["t"] >= t_fault]
+        restart = next((f for f in later if f["do"] in ("restart", "resume") and f.get("node") == old), None) or \
+            next((f for f in later if f["do"] == "heal"), None)
         if restart is not None:
             after = [e for e in events if e["t"] >= restart["t"] and e["n"] == old]
             hs = next((e for e in after if e["k"] == "ha.handshake-done"), None)
@@ -261,8 +286,8 @@ def merged_trace(spec: ClusterSpec, events: list[dict[str, Any]], faults: list[d
                  verdict: Verdict) -> str:
     """The run in the kit's trace shape (``docs/trace-format.md``): fault actions as ``act`` lines, each node's
     observations as ``real`` lines. It is a record, not a replayable run: its header says ``"mode": "real"``."""
-    rec = TraceRecorder({"seed": spec.seed, "maxSteps": 0, "maxTime": None, "bugs": spec.bugs, "profile": "cluster",
-                         "config": spec.config, "faults": {"mode": "real", "events": faults}})
+    rec = TraceRecorder({**provenance(), "seed": spec.seed, "maxSteps": 0, "maxTime": None, "bugs": spec.bugs,
+                         "profile": "cluster", "config": spec.config, "faults": {"mode": "real", "events": faults}})
     merged: list[tuple[int, int, dict[str, Any]]] = [(f["t"], 0, {"ev": "act", "act": f}) for f in faults] + \
              [(e["t"], 1, {"ev": "real", "node": e["n"], "obs": [_obs(e)]}) for e in events]
     merged.sort(key=lambda x: (x[0], x[1]))

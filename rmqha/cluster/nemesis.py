@@ -10,7 +10,9 @@ takes over), ``stale-request`` (issue 21: the master's link to the controllers c
 its bytes, as TCP does, the master killed and restarted under the cut, then the heal: what the dead process had sent
 reaches the controller then, recorded as the simulator's holding ``partition``). Every action is written to
 ``faults.jsonl`` with the cluster clock, in the shape of the simulator's fault actions (``do``, ``node``, ``id``,
-``links``). Every wait is bounded.
+``links``). Each recipe that takes the master away records in its context when it did (``faultAt``: the kill, the
+pause or the cut; for ``isolate-master`` the kill, which alone lets a failover happen): the failover analysis counts
+from that action, not from whichever fault comes next. Every wait is bounded.
 
 The other faults at the guards are not played here: a crash aimed at a point (``crash-at``) needs a hook inside the
 process (the nemesis only signals it); a late HA FIN (``ha-stale``) and a dead process's bytes delivered *after* its
@@ -40,7 +42,7 @@ class Nemesis:
         self.say = say
         self.log = open(spec.dir / "faults.jsonl", "a", encoding="utf-8")
         self.events: list[dict[str, Any]] = []
-        self.context: list[dict[str, Any]] = []  # per recipe: master, its SSS and epoch before the fault
+        self.context: list[dict[str, Any]] = []  # per recipe: master, its SSS and epoch before the fault, faultAt
         self._n = 0
 
     def close(self) -> None:
@@ -108,10 +110,17 @@ class Nemesis:
                              "sss": st["sss"], "id": st["id"]})
         getattr(self, "_" + recipe.replace("-", "_"))(name, st)
 
-    def _kill_and_restart(self, name: str) -> None:
+    def _trigger(self, ev: dict[str, Any]) -> None:
+        """``ev`` is the action of the current recipe that takes its master away: failovers count from it."""
+        if self.context and self.context[-1].get("faultAt") is None:
+            self.context[-1]["faultAt"] = ev["t"]
+
+    def _kill_and_restart(self, name: str, trigger: bool = True) -> None:
         t = self.now()
         C.signal_node(self.spec, name, signal.SIGKILL)
-        self.act("crash", t, node=name)
+        ev = self.act("crash", t, node=name)
+        if trigger:
+            self._trigger(ev)
         time.sleep(self.down_s)
         C.start_node(self.spec, name)
         self.act("restart", node=name)
@@ -124,25 +133,27 @@ class Nemesis:
         if leader is None:
             self.act("skip", recipe="kill-controller", why="no controller leads")
             return
-        self._kill_and_restart(leader)
+        self._kill_and_restart(leader, trigger=False)
 
     def _pause_master(self, name: str, st: dict[str, Any]) -> None:
         t = self.now()
         C.signal_node(self.spec, name, signal.SIGSTOP)
-        self.act("pause", t, node=name)
+        self._trigger(self.act("pause", t, node=name))
         time.sleep(self.down_s)
         C.signal_node(self.spec, name, signal.SIGCONT)
         self.act("resume", node=name)
 
-    def _partition(self, links: list[list[str]], hold: int | None = None) -> str:
+    def _partition(self, links: list[list[str]], hold: int | None = None, trigger: bool = False) -> str:
         self._n += 1
         pid = f"n{self._n}"
         t = self.now()
         C.proxy_call(self.spec, {"op": "partition", "id": pid, "links": links})
         if hold is None:
-            self.act("partition", t, id=pid, links=links)
+            ev = self.act("partition", t, id=pid, links=links)
         else:  # the proxy holds the bytes of a cut link (reads stop) and forwards them at the heal: hold 0
-            self.act("partition", t, id=pid, links=links, hold=hold)
+            ev = self.act("partition", t, id=pid, links=links, hold=hold)
+        if trigger:
+            self._trigger(ev)
         return pid
 
     def _heal(self, pid: str) -> None:
@@ -151,7 +162,7 @@ class Nemesis:
 
     def _partition_master(self, name: str, st: dict[str, Any]) -> None:
         others = [n for n in self.spec.nodes if n != name]
-        pid = self._partition(C.links(self.spec, [name], others, one_way=False))
+        pid = self._partition(C.links(self.spec, [name], others, one_way=False), trigger=True)
         time.sleep(self.down_s + 1)
         self._heal(pid)
 
@@ -165,7 +176,7 @@ class Nemesis:
         self.context[-1]["sssAtCrash"] = now.get("sss") if now else None
         t = self.now()
         C.signal_node(self.spec, name, signal.SIGKILL)
-        self.act("crash", t, node=name)
+        self._trigger(self.act("crash", t, node=name))  # the failover (an unclean one) can only follow the kill
         time.sleep(self.down_s + 2)  # the controller sees it go; only an unclean election finds a master
         self._heal(pid)
         C.start_node(self.spec, name)

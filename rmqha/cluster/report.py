@@ -97,9 +97,9 @@ def _failovers(r: dict[str, Any], names: dict[int, str]) -> str:
     if not r["failovers"]:
         return "<p>none</p>"
     return table(
-        ["fault", "old master", "SyncStateSet before", "new master", "from the SyncStateSet", "elected after",
+        ["fault", "at", "old master", "SyncStateSet before", "new master", "from the SyncStateSet", "elected after",
          "old master back as", "consistent point", "truncated", "back in the SyncStateSet after"],
-        [[f["recipe"], f["oldMaster"], sss_names(f.get("sss"), names),
+        [[f["recipe"], seconds(f.get("faultAt")), f["oldMaster"], sss_names(f.get("sss"), names),
           f"{f['newMaster']} (mE {f['newMasterEpoch']})" if f["newMaster"] else "none", f.get("newMasterInSss"),
           seconds(f["electedAfterMs"]), ROLES.get(f.get("backRole") or "", f.get("backRole")),
           offset(f.get("consistentPoint")), truncation(f), seconds(f.get("rejoinedSssAfterMs"))]

@@ -20,11 +20,13 @@ stays with the simulator.
   entry), and at the end of a settled run ``HA-TRUNCATE-PREFIX`` (every replica's log is a prefix of the final
   master's), ``SYNC-SSS-HOLDS-ACKED`` (every member of the final SyncStateSet holds every acknowledged message),
   ``QUEUE-ACKED-READABLE`` (the final master's ``topics.json``).
-* The progress invariants a settled run's last admin snapshot shows (``check_live``): ``LIVE-MASTER`` (the leading
-  controller names a master, that broker's HA status says master and its epoch file's last epoch is the
-  controller's masterEpoch; no other broker is master), ``LIVE-SSS-NO-DEAD`` (every SyncStateSet member answers the
-  admin API and the controller holds it alive), ``LIVE-SSS-CATCHUP`` (every other broker that answers is in the
-  SyncStateSet with its commit log at least to the master's confirmOffset), and from the client history
+* The progress invariants the admin snapshot the settle converged on shows (``check_live``; ``converge.py``: the
+  settle's last snapshot when nothing moved): ``LIVE-MASTER`` (the leading controller names a master, that broker's
+  HA status says master and its epoch file's last epoch is the controller's masterEpoch, or RocketMQ refused that
+  epoch's entry, its store.log says: ``EpochRefusals``; no other broker is master), ``LIVE-SSS-NO-DEAD`` (every
+  SyncStateSet member answers the admin API and the controller holds it alive), ``LIVE-SSS-CATCHUP`` (every other
+  broker that answers is in the SyncStateSet with its commit log at least to the master's confirmOffset), and from
+  the client history
   ``LIVE-PUTS`` in a weaker form: the producer stops when the settle begins, so no probe follows it; the workload's
   last send, once every fault had been undone, was acknowledged.
 """
@@ -34,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import re
 import subprocess
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -42,6 +45,7 @@ from typing import Any
 
 from ..impl.controller.jraft import RaftLiveTable, execute
 from ..impl.controller.replicas_info import ReplicasInfoManager, RequestEntry, entry_from_dict, event_from_dict
+from ..impl.sim.report import members
 from . import files as F
 from . import maven
 from .clients import Tail
@@ -71,9 +75,12 @@ REAL_CHECKS: dict[str, str] = {
     "HA-TRUNCATE-PREFIX": "at the end of a settled run: each replica's log against the final master's",
     "SYNC-SSS-HOLDS-ACKED": "at the end: client history + the logs of the final SyncStateSet's members",
     "QUEUE-ACKED-READABLE": "at the end: client history + the final master's topics.json",
-    "LIVE-MASTER": "at the end of a settled run: the last admin snapshot (controller and the master's HA status)",
-    "LIVE-SSS-NO-DEAD": "at the end of a settled run: the last admin snapshot (every SyncStateSet member answers)",
-    "LIVE-SSS-CATCHUP": "at the end of a settled run: the last admin snapshot (members, max and confirm offsets)",
+    "LIVE-MASTER": "the admin snapshot the settle converged on, or its last when nothing moved (controller, the "
+                   "master's HA status and epoch cache)",
+    "LIVE-SSS-NO-DEAD": "the admin snapshot the settle converged on, or its last when nothing moved (every "
+                        "SyncStateSet member answers)",
+    "LIVE-SSS-CATCHUP": "the admin snapshot the settle converged on, or its last when nothing moved (members, max and "
+                        "confirm offsets)",
     "LIVE-PUTS": "client history: the workload's last send after the last fault was undone (no probe after the "
                  "settle: the producer stops when it begins)",
 }
@@ -262,7 +269,8 @@ def check_history(v: Verdict, h: History, final_master: str | None, files: Files
     for q, offs in sorted(per_q.items()):
         holes = sorted(set(range(max(offs) + 1)) - offs)
         if holes and v.first("CLI-NO-SKIP"):
-            v.fail("CLI-NO-SKIP", f"queue {q}: read up to offset {max(offs)} but never offsets {holes[:10]}",
+            v.fail("CLI-NO-SKIP", f"queue {q}: read up to offset {max(offs)} but never offsets "
+                   f"{', '.join(map(str, holes[:10]))}{', ...' if len(holes) > 10 else ''}",
                    queue=q, missing=holes[:50])
     v.ran("CLI-NO-SKIP", f"{len(per_q)} queues")
     if final_master is None or final_master not in files.logs:
@@ -355,8 +363,9 @@ def check_controller(v: Verdict, spec: RealSpec, files: Files) -> list[dict[str,
             obs = {"k": "ctl.apply", "n": lnode, "index": e.index,
                    "term": e.term, "event": kit, "before": before, "after": after}
             applied.append(obs)
-            _check_event(v, obs, unclean, epoch_master, incarnation, ids)
-            _check_state(v, rim, name, e.index)
+            names = {i: spec.node_of_addr(a) or f"id {i}" for (n, i), a in ids.items() if n == name}
+            _check_event(v, obs, unclean, epoch_master, incarnation, ids, names)
+            _check_state(v, rim, name, e.index, names)
     how = "replayed" if spec.controller_type == "DLedger" else "derived by running the JRaft log's requests"
     for inv in ("CTL-EPOCH-MONO", "CTL-ONE-MASTER-PER-EPOCH", "CTL-MASTER-IN-SSS", "CTL-SSS-REGISTERED",
                 "CTL-ID-UNIQUE", "CTL-ALTER-FENCED", "CTL-CLEAN-ELECTION"):
@@ -364,8 +373,13 @@ def check_controller(v: Verdict, spec: RealSpec, files: Files) -> list[dict[str,
     return applied
 
 
+def id_set(ids: Any, names: dict[int, str]) -> str:
+    """Broker ids as the nodes that hold them, ``{b1, b2}`` (an id no broker was given: ``id 4``)."""
+    return members(names.get(int(i), f"id {i}") for i in sorted(ids or []))
+
+
 def _check_event(v: Verdict, obs: dict[str, Any], unclean: bool, epoch_master: dict[tuple[str, int, int], int | None],
-                 incarnation: dict[str, int], ids: dict[tuple[str, int], str]) -> None:
+                 incarnation: dict[str, int], ids: dict[tuple[str, int], str], names: dict[int, str]) -> None:
     ev, before, after = obs["event"], obs["before"], obs["after"]
     kind, name = ev["type"], ev["brokerName"]
     if before is None or before.get("masterEpoch") is None:
@@ -381,18 +395,22 @@ def _check_event(v: Verdict, obs: dict[str, Any], unclean: bool, epoch_master: d
     if kind == "ElectMaster" and after and after.get("masterEpoch") is not None:
         key = (name, incarnation[name], after["masterEpoch"])
         if key in epoch_master and epoch_master[key] != after["master"] and v.first("CTL-ONE-MASTER-PER-EPOCH"):
+            was_m, now_m = epoch_master[key], after["master"]
             v.fail("CTL-ONE-MASTER-PER-EPOCH", f"masterEpoch {after['masterEpoch']} of {name} had master "
-                   f"{epoch_master[key]}, then {after['master']}", event=ev)
+                   f"{names.get(was_m, was_m) if was_m is not None else 'none'}, then "
+                   f"{names.get(now_m, now_m) if now_m is not None else 'none'}", event=ev)
         epoch_master[key] = after["master"]
         if ev["newMasterElected"] and before and (before.get("masterEpoch") or 0) > 0 and not unclean:
             new = ev["newMasterBrokerId"]
             if new not in (before.get("syncStateSet") or []) and v.first("CTL-CLEAN-ELECTION"):
-                v.fail("CTL-CLEAN-ELECTION", f"broker {new} was elected at index {obs['index']} from outside the "
-                       f"SyncStateSet {before.get('syncStateSet')} with unclean election off", event=ev, before=before)
+                v.fail("CTL-CLEAN-ELECTION", f"{names.get(new, f'broker id {new}')} was elected at index "
+                       f"{obs['index']} from outside the SyncStateSet {id_set(before.get('syncStateSet'), names)} "
+                       "with unclean election off", event=ev, before=before)
     if kind == "AlterSyncStateSet" and before and before.get("master") is not None:
         if before["master"] not in ev["newSyncStateSet"] and v.first("CTL-ALTER-FENCED"):
-            v.fail("CTL-ALTER-FENCED", f"the new SyncStateSet {ev['newSyncStateSet']} at index {obs['index']} drops "
-                   f"the master {before['master']}", event=ev, before=before)
+            v.fail("CTL-ALTER-FENCED", f"the new SyncStateSet {id_set(ev['newSyncStateSet'], names)} at index "
+                   f"{obs['index']} drops the master {names.get(before['master'], before['master'])}", event=ev,
+                   before=before)
     if kind == "ApplyBrokerId":
         key2 = (name, int(ev["newBrokerId"]))
         addr = str(ev.get("brokerAddress"))
@@ -406,18 +424,19 @@ def _check_event(v: Verdict, obs: dict[str, Any], unclean: bool, epoch_master: d
             del ids[k]
 
 
-def _check_state(v: Verdict, rim: ReplicasInfoManager, name: str, index: int) -> None:
+def _check_state(v: Verdict, rim: ReplicasInfoManager, name: str, index: int, names: dict[int, str]) -> None:
     st = rim.snapshot().get(name)
     if not st or st.get("syncStateSet") is None:
         return
     sss = set(st["syncStateSet"])
     if st["master"] is not None and st["master"] not in sss and v.first("CTL-MASTER-IN-SSS"):
-        v.fail("CTL-MASTER-IN-SSS", f"after index {index} the master {st['master']} is not in the SyncStateSet "
-               f"{sorted(sss)}", state=st)
+        v.fail("CTL-MASTER-IN-SSS", f"after index {index} the master {names.get(st['master'], st['master'])} is not "
+               f"in the SyncStateSet {id_set(sss, names)}", state=st)
     registered = {int(i) for i in (st.get("replicas") or {})}
     if not sss <= registered and v.first("CTL-SSS-REGISTERED"):
-        v.fail("CTL-SSS-REGISTERED", f"after index {index} the SyncStateSet {sorted(sss)} holds unregistered ids "
-               f"(registered {sorted(registered)})", state=st)
+        v.fail("CTL-SSS-REGISTERED", f"after index {index} the SyncStateSet {id_set(sss, names)} holds unregistered "
+               f"ids {', '.join(map(str, sorted(sss - registered)))} (registered: {id_set(registered, names)})",
+               state=st)
 
 
 def check_snapshots(v: Verdict, snaps: list[Snapshot]) -> None:
@@ -526,37 +545,115 @@ def check_end(v: Verdict, spec: RealSpec, files: Files, h: History, final: Snaps
         v.ran("QUEUE-ACKED-READABLE", f"{TOPIC} on {master}")
 
 
-def check_live(v: Verdict, final: Snapshot | None, h: History, faults: list[dict[str, Any]]) -> None:
-    """The progress invariants a settled run's last snapshot and its client history show (see the module)."""
+LIVE_SNAPSHOT = ("LIVE-MASTER", "LIVE-SSS-NO-DEAD", "LIVE-SSS-CATCHUP")
+"""The progress invariants one admin snapshot shows (``live_problems``); the settle waits until they all hold."""
+
+EPOCH_REFUSED = re.compile(r"The appending entry's .*?EpochEntry\{epoch=(\d+), startOffset=(\d+).*append failed")
+"""``EpochFileCache.appendEntry``'s error line: the entry it refused (an entry must have a higher epoch *and* a
+higher start offset than the last one)."""
+
+
+class EpochRefusals:
+    """The epoch entries each broker's ``EpochFileCache.appendEntry`` refused, read from its ``store.log`` as the
+    file grows. A broker that becomes master where its last epoch began (no message written since: a master killed
+    before the first write) asks ``AutoSwitchHAService.changeToMaster`` to append (masterEpoch, maxPhyOffset); the
+    start offset is not past the last entry's, the append fails, and the new master writes under its old last epoch:
+    its epoch cache never shows the controller's masterEpoch. LIVE-MASTER takes that as RocketMQ's own outcome."""
+
+    def __init__(self, spec: RealSpec) -> None:
+        self.spec = spec
+        self.pos: dict[str, int] = {}
+        self.rest: dict[str, bytes] = {}
+        self.refused: dict[str, set[int]] = {}
+
+    def read(self) -> dict[str, set[int]]:
+        for b in self.spec.brokers:
+            path = self.spec.rocketmq_log_dir(b) / "store.log"
+            try:
+                with open(path, "rb") as f:
+                    f.seek(self.pos.get(b, 0))
+                    data = f.read()
+            except OSError:
+                continue
+            self.pos[b] = self.pos.get(b, 0) + len(data)
+            lines = (self.rest.get(b, b"") + data).split(b"\n")
+            self.rest[b] = lines.pop()
+            for ln in lines:
+                m = EPOCH_REFUSED.search(ln.decode("utf-8", "replace"))
+                if m is not None:
+                    self.refused.setdefault(b, set()).add(int(m.group(1)))
+        return self.refused
+
+
+def live_problems(final: Snapshot | None,
+                  refused: dict[str, set[int]] | None = None) -> dict[str, list[str]]:
+    """What keeps the progress invariants of ``LIVE_SNAPSHOT`` from holding on one admin snapshot: id -> messages;
+    an id whose list is empty holds. LIVE-MASTER: the leading controller names a master whose HA status says
+    MASTER and whose epoch cache ends at the controller's masterEpoch (or whose entry for it RocketMQ refused:
+    ``refused``, ``EpochRefusals``), and no other broker that answers is master; LIVE-SSS-NO-DEAD: every
+    SyncStateSet member answers and the controller holds it alive; LIVE-SSS-CATCHUP: every other broker that answers
+    is in the SyncStateSet, its max offset at least the master's confirmOffset."""
+    out: dict[str, list[str]] = {i: [] for i in LIVE_SNAPSHOT}
     lead = final.leader if final else None
     if final is None or lead is None or lead.master is None or lead.master_id is None:
-        v.fail("LIVE-MASTER", f"at the end no controller names a master ({'no leader' if lead is None else 'none'})")
-        return
+        out["LIVE-MASTER"].append(f"no controller names a master ({'no leader' if lead is None else 'none'})")
+        return out
     name = lead.master
+
+    def names(ids: list[int]) -> str:
+        return members(lead.ids.get(i, f"id {i}") for i in ids)
+
     mv = final.brokers.get(name)
     last_epoch = mv.epochs[-1][0] if mv is not None and mv.epochs else None
-    if mv is None or not mv.ok or mv.role != "MASTER" or (last_epoch is not None and last_epoch != lead.master_epoch):
-        v.fail("LIVE-MASTER", f"the controller names {name} master at masterEpoch {lead.master_epoch}; its HA status "
-               f"says {mv.role if mv else None}, last epoch {last_epoch}")
+    epoch_ok = last_epoch is None or last_epoch == lead.master_epoch or \
+        lead.master_epoch in (refused or {}).get(name, set())
+    if mv is None or not mv.ok or mv.role != "MASTER" or not epoch_ok:
+        said = "does not answer" if mv is None or not mv.ok else \
+            f"its HA status says {mv.role}, last epoch {last_epoch}"
+        out["LIVE-MASTER"].append(f"the controller names {name} master at masterEpoch {lead.master_epoch}; {said}")
     for b, bv in sorted(final.brokers.items()):
         if b != name and bv.ok and bv.role == "MASTER":
-            v.fail("LIVE-MASTER", f"{b} is master too at the end, beside {name}")
-    v.ran("LIVE-MASTER", f"the last snapshot: {name} at masterEpoch {lead.master_epoch}")
+            out["LIVE-MASTER"].append(f"{b} is master too, beside {name}")
     dead = [i for i in lead.sss if not lead.alive.get(i, False) or not (final.brokers.get(lead.ids.get(i, "")) or
                                                                          BrokerView("", False)).ok]
     if dead:
-        v.fail("LIVE-SSS-NO-DEAD", f"the final SyncStateSet {lead.sss} holds {dead}, which do not answer or the "
-               f"controller holds dead ({lead.alive})")
-    v.ran("LIVE-SSS-NO-DEAD", f"the final SyncStateSet {lead.sss}")
+        out["LIVE-SSS-NO-DEAD"].append(f"the SyncStateSet {names(lead.sss)} holds {names(dead)}, which do not answer "
+                                       "or the controller holds dead")
     confirm = mv.confirm_offset if mv is not None else None
     for b, bv in sorted(final.brokers.items()):
         if b == name or not bv.ok:
             continue
         behind = confirm is not None and bv.max_offset is not None and bv.max_offset < confirm
         if bv.broker_id not in lead.sss or behind:
-            v.fail("LIVE-SSS-CATCHUP", f"{b} (id {bv.broker_id}, max {bv.max_offset}) is not caught up with {name} "
-                   f"(confirm {confirm}) in the SyncStateSet {lead.sss}")
-    v.ran("LIVE-SSS-CATCHUP", f"{sum(1 for bv in final.brokers.values() if bv.ok) - 1} brokers against {name}")
+            out["LIVE-SSS-CATCHUP"].append(f"{b} (id {bv.broker_id}, max {bv.max_offset}) is not caught up with "
+                                           f"{name} (confirm {confirm}) in the SyncStateSet {names(lead.sss)}")
+    return out
+
+
+def check_live(v: Verdict, final: Snapshot | None, h: History, faults: list[dict[str, Any]],
+               where: str = "the last snapshot", refused: dict[str, set[int]] | None = None) -> None:
+    """The progress invariants on the snapshot the settle ended on (``where`` says which) and the client history
+    (see the module)."""
+    problems = live_problems(final, refused)
+    lead = final.leader if final else None
+    if lead is not None and lead.master is not None and lead.master_epoch in (refused or {}).get(lead.master, set()):
+        mv = final.brokers.get(lead.master) if final else None
+        last = mv.epochs[-1][0] if mv is not None and mv.epochs else None
+        if last != lead.master_epoch:
+            v.notes.append(f"{lead.master}'s epoch cache ends at epoch {last}, not the controller's masterEpoch "
+                           f"{lead.master_epoch}: RocketMQ refused that entry (EpochFileCache.appendEntry: it started "
+                           f"where epoch {last} starts, no message between; its store.log says so), and it writes "
+                           f"under epoch {last}")
+    for inv in LIVE_SNAPSHOT:
+        for message in problems[inv]:
+            v.fail(inv, message if inv != "LIVE-MASTER" or (lead is not None and lead.master is not None)
+                   else f"at the end {message}")
+    if lead is None or lead.master is None or final is None:
+        return
+    n_up = sum(1 for bv in final.brokers.values() if bv.ok) - 1
+    v.ran("LIVE-MASTER", f"{where}: {lead.master} at masterEpoch {lead.master_epoch}")
+    v.ran("LIVE-SSS-NO-DEAD", f"{where}: the SyncStateSet {members(lead.ids.get(i, str(i)) for i in lead.sss)}")
+    v.ran("LIVE-SSS-CATCHUP", f"{where}: {n_up} brokers against {lead.master}")
     undone = max((f["t"] for f in faults if f.get("do") != "stop-producer"), default=0)
     after = [r for r in h.results if r["t"] > undone]
     if after:
@@ -614,7 +711,11 @@ def failovers(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[s
 
 
 def evaluate(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[str, Any]],
-             notes: list[str]) -> dict[str, Any]:
+             notes: list[str], live: Snapshot | None = None, judge_live: bool = True,
+             live_where: str = "the last snapshot") -> dict[str, Any]:
+    """The verdict on a finished run. The progress invariants are judged on ``live`` (the snapshot the settle ended
+    on, ``live_where`` says which: ``converge.py``), else on the last snapshot; not at all when ``judge_live`` is off
+    (the run was still converging when the settle's cap came)."""
     v = Verdict(notes=list(notes))
     h = read_history(spec)
     snaps = read_snapshots(spec)
@@ -630,10 +731,11 @@ def evaluate(spec: RealSpec, faults: list[dict[str, Any]], context: list[dict[st
     check_snapshots(v, snaps)
     check_files(v, spec, files, final_max)
     check_end(v, spec, files, h, final, settled)
-    if settled:
-        check_live(v, final, h, faults)
+    if judge_live:
+        check_live(v, live or final, h, faults, live_where if live is not None else "the last snapshot",
+                   EpochRefusals(spec).read())
     else:
-        v.notes.append("not settled: the progress invariants (LIVE-*) were not checked")
+        v.notes.append("still converging: the progress invariants (LIVE-*) were not judged")
     if final_master is None:
         v.notes.append("no master at the end of the run")
     counts = {"sent": len(h.sends), "acked": len(h.acked),

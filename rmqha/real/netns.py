@@ -22,6 +22,7 @@ iproute2; ``available()`` says in one line what is missing.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -66,6 +67,39 @@ def available() -> tuple[bool, str]:
     _ip(["netns", "del", probe], check=False)
     tc = shutil.which("tc") is not None
     return True, "network namespaces usable" + ("" if tc else " (no `tc`: link faults unavailable)")
+
+
+NETEM_USERS = "rmqha real test --faults net-loss-master, rmqha real fault netem"
+"""What a machine without ``tc netem`` cannot run (the proxy's faults, partitions and kills do not need it)."""
+
+
+@functools.cache
+def netem_status() -> tuple[bool, str]:
+    """(usable, one line): can a link take a ``tc netem`` qdisc? As root, tried on ``lo`` of a scratch namespace
+    (made and deleted here); otherwise the kernel is asked whether ``sch_netem`` is loaded or can be
+    (``/sys/module/sch_netem``, ``modprobe -n``). Asked once per process."""
+    if not shutil.which("tc"):
+        return False, "no `tc` command (install iproute2)"
+    if os.geteuid() == 0 and shutil.which("ip"):
+        probe = f"{PREFIX}netem-{os.getpid()}"
+        if _ip(["netns", "add", probe], check=False).returncode == 0:
+            try:
+                proc = _tc(probe, ["qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"], check=False)
+            finally:
+                _ip(["netns", "del", probe], check=False)
+            if proc.returncode == 0:
+                return True, "tc netem works (tried on a scratch namespace)"
+            return False, f"`tc qdisc add ... netem` fails: {(proc.stderr or proc.stdout).strip()[:120]} (the " \
+                          "kernel has no sch_netem module)"
+    if os.path.isdir("/sys/module/sch_netem"):
+        return True, "the kernel's sch_netem module is loaded"
+    modprobe = shutil.which("modprobe")
+    if modprobe is None:
+        return False, "cannot tell: not root, sch_netem not loaded and no modprobe to ask"
+    proc = subprocess.run([modprobe, "-n", "sch_netem"], capture_output=True, text=True, timeout=20)
+    if proc.returncode == 0:
+        return True, "the kernel's sch_netem module can be loaded"
+    return False, f"no sch_netem module ({(proc.stderr or proc.stdout).strip()[:120] or 'modprobe -n fails'})"
 
 
 @dataclass(frozen=True)

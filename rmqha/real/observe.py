@@ -84,6 +84,7 @@ class ControllerView:
     node: str
     ok: bool
     error: str = ""
+    t: int | None = None  # when its last answer came (ms since the epoch; ``answered_at``)
     is_leader: bool = False
     leader: str | None = None  # the node the controller names as leader
     master: str | None = None  # the broker node the controller names as master
@@ -100,6 +101,7 @@ class BrokerView:
     node: str
     ok: bool
     error: str = ""
+    t: int | None = None  # when its last answer came (ms since the epoch; ``answered_at``)
     broker_id: int | None = None
     role: str | None = None  # "MASTER" | "SLAVE" (the HA status's isMaster)
     max_offset: int | None = None
@@ -136,9 +138,20 @@ def _int(v: Any) -> int | None:
         return None
 
 
+def answered_at(d: dict[str, Any]) -> int | None:
+    """When what a line says was seen: the latest answer time of its calls (``"at"``: the tool records when each
+    call's answer came); a line without them (a tool from before) only has when it was written, which can be seconds
+    after its answers (a round's lines are written in order, each after the calls before it), so it gives none."""
+    at = d.get("at")
+    if not isinstance(at, dict):
+        return None
+    times = [x for x in (_int(v) for v in at.values()) if x is not None]
+    return max(times) if times else None
+
+
 def controller_view(spec: RealSpec, d: dict[str, Any]) -> ControllerView:
     node = spec.node_of_addr(str(d.get("addr", ""))) or str(d.get("addr"))
-    v = ControllerView(node, bool(d.get("ok")), str(d.get("error") or ""))
+    v = ControllerView(node, bool(d.get("ok")), str(d.get("error") or ""), answered_at(d))
     meta = d.get("meta") or {}
     leader_addr = meta.get("controllerLeaderAddress")
     v.leader = spec.node_of_addr(leader_addr) if leader_addr else None
@@ -162,7 +175,7 @@ def controller_view(spec: RealSpec, d: dict[str, Any]) -> ControllerView:
 
 def broker_view(spec: RealSpec, d: dict[str, Any]) -> BrokerView:
     node = spec.node_of_addr(str(d.get("addr", ""))) or str(d.get("addr"))
-    v = BrokerView(node, bool(d.get("ok")), str(d.get("error") or ""))
+    v = BrokerView(node, bool(d.get("ok")), str(d.get("error") or ""), answered_at(d))
     v.broker_id = _int(d.get("brokerId"))
     ha = d.get("ha") or {}
     if ha:

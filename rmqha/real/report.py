@@ -7,9 +7,10 @@ The trace is the run in the kit's trace shape (``docs/trace-format.md``): a head
 ``"mode": "real"`` (a record, not a replayable run), then one line per thing seen, merged by time (ms since the
 run was created): the fault actions as ``act`` lines, and ``real`` lines whose observations are the client
 history (``client.send``, ``client.send-result``, ``client.seen``), a crash (``sim.crash``: the kit's kind for a
-process that died), and what the admin API showed when it changed: ``ctl.state`` (the leading controller's view
-of the set: master, masterEpoch, syncStateSetEpoch, SyncStateSet as node names), ``brk.state`` (a broker's
-role, epoch entries and commit-log end) and, with the kit's agent, ``agent.event`` (each line the agent wrote
+process that died), and what the admin API showed when it changed, at the time its answer came: ``ctl.state`` (the
+leading controller's view of the set: master, masterEpoch, syncStateSetEpoch, SyncStateSet as node names; also each
+role notification the controller sent, as the proxy passed it on), ``brk.state`` (a broker's own role from its
+HA status, its epoch entries and commit-log end) and, with the kit's agent, ``agent.event`` (each line the agent wrote
 from inside a JVM: an armed point's hit and its action, a fix rule's application; a crash at a point also a
 ``sim.crash`` at the hit's time).
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..impl.observations import AgentEvent, BrkState, CtlState, RealObservation
+from ..impl.sim.provenance import provenance
 from ..impl.sim.report import (
     DASH,
     escape,
@@ -34,31 +36,45 @@ from ..impl.sim.report import (
 )
 from ..impl.trace import TraceRecorder
 from .agent import read_events
-from .check import Files, History
+from .check import Files, History, read_frames
 from .observe import Snapshot
 from .spec import RealSpec
 
 
-def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[tuple[int, RealObservation]]:
-    """``ctl.state`` and ``brk.state`` observations (``impl/observations.py``), each when the admin API's view of it
-    changed, with its time (ms since the run was created)."""
-    out: list[tuple[int, RealObservation]] = []
-    last_ctl: CtlState | None = None
-    last_brk: dict[str, BrkState] = {}
+def _ctl_view(lead: Any, node: str, master: str | None, master_epoch: int | None, sss_epoch: int | None,
+              sss: list[str]) -> CtlState:
+    return {"k": "ctl.state", "n": node, "leader": lead, "master": master, "masterEpoch": master_epoch,
+            "syncStateSetEpoch": sss_epoch, "sss": sss}
+
+
+def state_events(spec: RealSpec, snaps: list[Snapshot],
+                 frames: list[dict[str, Any]] | None = None) -> list[tuple[int, RealObservation]]:
+    """``ctl.state`` and ``brk.state`` observations (``impl/observations.py``), each when what it says was seen, with
+    its time (ms since the run was created), in time order:
+
+    * the leading controller's view from the admin API, at the time its answer came, when it changed;
+    * the controller's ``NOTIFY_BROKER_ROLE_CHANGED`` as the proxy passed it on (``frames``, ``check.read_frames``:
+      the new master, its epochs and SyncStateSet, to the ms), when it changed what the last view said;
+    * each broker's own view from the admin API (its HA status's role, its epoch cache, its commit-log end, its HA
+      connections) at the time its answers came, when it changed. A killed broker answers nothing after its kill,
+      so no view of it comes after its ``sim.crash``; a round of the admin API's calls may take seconds when a
+      call waits on a dead node, which is why the time is each answer's, not the round's."""
+    names: dict[int, str] = {}
     for s in snaps:
-        t = s.t - spec.created_ms
+        if s.leader is not None:
+            names.update(s.leader.ids)
+    timed: list[tuple[int, int, RealObservation]] = []
+    for s in snaps:
         lead = s.leader
         if lead is not None:
-            view: CtlState = {"k": "ctl.state", "n": lead.node, "leader": lead.node, "master": lead.master,
-                              "masterEpoch": lead.master_epoch, "syncStateSetEpoch": lead.sss_epoch,
-                              "sss": [lead.ids.get(i, str(i)) for i in lead.sss]}
-            if view != last_ctl:
-                out.append((t, view))
-                last_ctl = view
+            t = (lead.t if lead.t is not None else s.t0) - spec.created_ms
+            timed.append((t, 0, _ctl_view(lead.node, lead.node, lead.master, lead.master_epoch, lead.sss_epoch,
+                                          [lead.ids.get(i, str(i)) for i in lead.sss])))
         for b, bv in sorted(s.brokers.items()):
             if not bv.ok:
                 continue
-            master = lead is not None and lead.master == b
+            t = (bv.t if bv.t is not None else s.t0) - spec.created_ms
+            master = bv.role == "MASTER"
             bview: BrkState = {
                 "k": "brk.state", "n": b, "role": "MASTER" if master else "SLAVE",
                 "masterEpoch": bv.epochs[-1][0] if bv.epochs else 0, "maxOffset": bv.max_offset,
@@ -66,9 +82,35 @@ def state_events(spec: RealSpec, snaps: list[Snapshot]) -> list[tuple[int, RealO
                 "haSlaves": sorted([c.get("addr"), c.get("slaveAckOffset"), c.get("inSync")]
                                    for c in bv.ha_connections),
                 "haMaster": None if master else (bv.ha_client or {}).get("masterAddr")}
-            if bview != last_brk.get(b):
-                out.append((t, bview))
-                last_brk[b] = bview
+            timed.append((t, 1, bview))
+    for f in frames or ():
+        if f.get("response") or f.get("name") != "NOTIFY_BROKER_ROLE_CHANGED":
+            continue
+        ext, body = f.get("ext") or {}, f.get("body") or {}
+        try:
+            me, se = int(ext["masterEpoch"]), int(ext["syncStateSetEpoch"])
+        except (KeyError, TypeError, ValueError):
+            continue
+        ids = body.get("syncStateSet") if isinstance(body, dict) else None
+        sss = [names.get(int(i), str(i)) for i in ids] if isinstance(ids, list) else []
+        src = str(f.get("from") or "")
+        timed.append((int(f["t"]), 0, _ctl_view(src, src, spec.node_of_addr(str(ext.get("masterAddress", ""))),
+                                                me, se, sss)))
+    timed.sort(key=lambda x: (x[0], x[1]))
+    out: list[tuple[int, RealObservation]] = []
+    last_ctl: dict[str, Any] | None = None
+    last_brk: dict[str, dict[str, Any]] = {}
+    for t, _, o in timed:
+        key = {k: v for k, v in o.items() if k not in ("n", "leader")} if o["k"] == "ctl.state" else dict(o)
+        if o["k"] == "ctl.state":
+            if key == last_ctl:
+                continue
+            last_ctl = key
+        else:
+            if last_brk.get(o["n"]) == key:
+                continue
+            last_brk[o["n"]] = key
+        out.append((t, o))
     return out
 
 
@@ -87,8 +129,9 @@ def agent_events(spec: RealSpec) -> list[tuple[int, list[dict[str, Any]]]]:
     return out
 
 
-def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list[Snapshot]) -> str:
-    rec = TraceRecorder({"seed": 0, "maxSteps": 0, "maxTime": None, "bugs": [], "profile": spec.profile,
+def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list[Snapshot],
+                 frames: list[dict[str, Any]] | None = None) -> str:
+    rec = TraceRecorder({**provenance(), "seed": 0, "maxSteps": 0, "maxTime": None, "bugs": [], "profile": spec.profile,
                          "config": spec.config, "faults": {"mode": "real", "events": result["faults"],
                                                            "rocketmq": spec.version}})
     merged: list[tuple[int, int, dict[str, Any], list[dict[str, Any]]]] = []
@@ -98,7 +141,7 @@ def merged_trace(spec: RealSpec, result: dict[str, Any], h: History, snaps: list
     for e in [*h.sends, *h.results, *h.seen]:
         o = {k: v for k, v in e.items() if k != "t"}
         merged.append((int(e["t"]), 1, {"ev": "real", "node": e["n"]}, [o]))
-    for t, s in state_events(spec, snaps):
+    for t, s in state_events(spec, snaps, frames):
         merged.append((t, 1, {"ev": "real", "node": s["n"]}, [dict(s)]))
     for t, obs in agent_events(spec):
         merged.append((t, 1, {"ev": "real", "node": obs[0]["n"]}, obs))
@@ -184,7 +227,7 @@ def write_outputs(spec: RealSpec, result: dict[str, Any]) -> str:
     for v in result["violations"]:  # the full lists are in the history; the result keeps a sample
         if len(v.get("lost", ())) > 50:
             v["lost"] = v["lost"][:50]
-    trace_text = merged_trace(spec, result, h, snaps)
+    trace_text = merged_trace(spec, result, h, snaps, read_frames(spec))
     (d / "trace.jsonl").write_text(trace_text, encoding="utf-8")
     (d / "result.json").write_text(json.dumps(result, indent=1, sort_keys=True, default=str), encoding="utf-8")
     path = d / "report.html"

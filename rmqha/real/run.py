@@ -4,7 +4,8 @@ Phases, each bounded: **up** (every JVM listens), **warm-up** (the admin API sho
 holds every broker), **topic** (created on the master and on each slave with the admin API, so that a failover
 finds it: ``autoCreateTopicEnable`` is off), **workload** (the Java tool's producer and consumer from the start;
 the nemesis plays its recipes spread over ``duration``), **settle** (every fault undone, the producer stopped,
-then until the master's SyncStateSet is whole and every broker's commit log ends at the same offset), **drain**
+then until what the admin API shows converges: the SyncStateSet whole, every commit log at the same end, the
+progress invariants holding; within a bound that follows the run's measured pace: ``converge.py``), **drain**
 (the consumer reads until it has nothing new for 3 s), **down** (the supervisor SIGKILLs every JVM: the files
 stay as a crash leaves them) and **check** (``check.py``, on the client history, the observer's snapshots and
 the files each node left).
@@ -27,8 +28,9 @@ from ..impl.sim.children import ending_on_signals
 from ..impl.sim.config import Config
 from . import agent as A
 from . import control as C
-from .check import evaluate
+from .check import EpochRefusals, evaluate
 from .clients import Client, Observer, Tail
+from .converge import CAP_FACTOR, Bounds, Convergence, Wait, settled, whole
 from .nemesis import AGENT_RECIPES, RECIPES, Nemesis, NemesisError
 from .observe import Snapshot, observe_args, run_tool
 from .report import write_outputs
@@ -36,6 +38,7 @@ from .spec import RealSpec
 
 TOPIC = "RmqhaTopic"
 WARM_TIMEOUT_S = 120.0
+"""The warm-up's bound on an idle machine; it grows with the run's pace (``converge.Wait``)."""
 
 
 @dataclass
@@ -58,15 +61,38 @@ class RealTestOptions:
 
 
 def _whole(spec: RealSpec, s: Snapshot) -> bool:
-    lead = s.leader
-    return lead is not None and lead.master is not None and len(lead.sss) == len(spec.brokers)
+    return whole(spec.brokers, s)
 
 
-def _settled(spec: RealSpec, s: Snapshot) -> bool:
-    if not _whole(spec, s):
-        return False
-    ends = {b: s.brokers[b].max_offset for b in spec.brokers if b in s.brokers and s.brokers[b].ok}
-    return len(ends) == len(spec.brokers) and len(set(ends.values())) == 1
+def follow(obs: Observer, w: Wait) -> Wait:
+    """Feed the observer's snapshots to ``w`` until it has an outcome."""
+    seen = len(obs.snaps)
+    while w.outcome(time.monotonic()) is None:
+        obs.poll()
+        for s in obs.snaps[seen:]:
+            w.feed(s, time.monotonic())
+        seen = len(obs.snaps)
+        time.sleep(0.25)
+    return w
+
+
+def settle(spec: RealSpec, obs: Observer, bounds: Bounds, say: Callable[[str], None]) -> Convergence:
+    """Wait until the run converges, is stuck, or is still moving at the cap (``converge.py``)."""
+    conv = Convergence(list(spec.brokers), bounds, time.monotonic())
+    refusals = EpochRefusals(spec)
+    seen = len(obs.snaps)
+    while True:
+        obs.poll()
+        refused = refusals.read()
+        for s in obs.snaps[seen:]:
+            conv.feed(s, time.monotonic(), refused)
+        seen = len(obs.snaps)
+        out = conv.outcome(time.monotonic())
+        if out is not None:
+            r = conv.result(time.monotonic())
+            say(f"settle: {out} after {r['waitedS']:g} s (pace {bounds.pace_s:g} s, bound {bounds.bound_s:g} s)")
+            return conv
+        time.sleep(0.25)
 
 
 def run_test(opts: RealTestOptions, say: Callable[[str], None] = lambda s: None) -> dict[str, Any]:
@@ -87,16 +113,21 @@ def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, An
     say(f"up in {time.monotonic() - t_begin:.0f} s: {', '.join(spec.nodes)}")
     notes: list[str] = []
     timing: dict[str, float] = {"upS": round(time.monotonic() - t_begin, 1)}
+    convergence: dict[str, Any] | None = None
+    live: Snapshot | None = None
     clients: list[Client] = []
     nem: Nemesis | None = None
     try:
         observer = Client(spec, "observe", observe_args(spec, once=False, interval_ms=500))
         clients.append(observer)
         obs = Observer(spec, observer)
-        warm = obs.wait(lambda s: _whole(spec, s), WARM_TIMEOUT_S)
+        warm_bounds = Bounds.from_pace(timing["upS"], WARM_TIMEOUT_S)
+        warming = follow(obs, Wait(lambda s: _whole(spec, s), warm_bounds, time.monotonic()))
+        warm = warming.met
         if warm is None:
-            raise C.RealError(f"no master with a whole SyncStateSet within {WARM_TIMEOUT_S:.0f} s of start; see "
-                              f"{spec.dir / 'logs'}")
+            raise C.RealError(f"no master with a whole SyncStateSet after {time.monotonic() - t_begin:.0f} s "
+                              f"({warming.outcome(time.monotonic())}: the admin API's view last changed "
+                              f"{time.monotonic() - warming.changed_at:.0f} s before); see {spec.dir / 'logs'}")
         timing["warmS"] = round(time.monotonic() - t_begin, 1)
         say(f"warm: master {warm.master} at masterEpoch {warm.leader.master_epoch if warm.leader else '?'}")
         _create_topic(spec, warm, say, notes)
@@ -125,10 +156,17 @@ def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, An
         producer.stop()
         nem.act("stop-producer", node="p1")
         t_settle = time.monotonic()
-        settled = obs.wait(lambda s: _settled(spec, s), opts.settle)
-        if settled is None:
-            notes.append(f"not settled within {opts.settle:g} s (a master with the whole SyncStateSet and every "
-                         "commit log at the same end)")
+        bounds = Bounds.from_pace(timing["warmS"] - timing["upS"], opts.settle)
+        conv = settle(spec, obs, bounds, say)
+        convergence = conv.result(time.monotonic())
+        live = conv.snapshot()
+        if live is None or not settled(spec.brokers, live):
+            notes.append(f"not settled within {convergence['waitedS']:g} s (a master with the whole SyncStateSet "
+                         f"and every commit log at the same end; {convergence['outcome']})")
+        if convergence["outcome"] == "moving":
+            notes.append(f"still converging at the cap ({bounds.cap_s:g} s, {CAP_FACTOR:g} × the bound): slow, not "
+                         "stuck; the progress invariants (LIVE-*) were not judged")
+            live = None
         timing["settleS"] = round(time.monotonic() - t_settle, 1)
         _drain(spec.dir / "clients" / "consumer.jsonl", 3.0, 30.0)
         for c in clients:
@@ -142,10 +180,18 @@ def _run_test(opts: RealTestOptions, say: Callable[[str], None]) -> dict[str, An
             nem.close()
         C.down(spec.dir)
     say("down; checking")
-    result = evaluate(spec, nem.events if nem else [], nem.context if nem else [], notes)
+    where = "the last snapshot"
+    if convergence is not None:
+        where = (f"the snapshot the settle converged on ({convergence['afterS']:g} s into it)"
+                 if convergence["outcome"] == "converged" else
+                 f"the settle's last snapshot (nothing moved for {convergence['quietS']:g} s past its "
+                 f"{convergence['boundS']:g} s bound)")
+    result = evaluate(spec, nem.events if nem else [], nem.context if nem else [], notes, live=live,
+                      judge_live=convergence is not None and convergence["outcome"] != "moving", live_where=where)
     result.update(profile=opts.profile, version=opts.version, rocketmq=C.rocketmq_of(spec.dir),
                   duration=opts.duration, recipes=list(opts.faults),
-                  timing=timing, wallSeconds=round(time.monotonic() - t_begin, 1), **agent_result(spec))
+                  timing=timing, wallSeconds=round(time.monotonic() - t_begin, 1), convergence=convergence,
+                  context=nem.context if nem else [], **agent_result(spec))
     result["report"] = write_outputs(spec, result)
     return result
 

@@ -55,6 +55,7 @@ def timeline_data(text: str) -> dict[str, Any]:
     ends: dict[str, list[tuple[int, int]]] = {b: [(0, 0)] for b in brokers}
     faults: list[dict[str, Any]] = []
     open_parts: dict[str, dict[str, Any]] = {}
+    crashed: set[str] = set()  # killed and not restarted since: nothing it says can be newer than its kill
     last_t = 0
 
     def set_role(b: str, t: int, r: str, epoch: int) -> None:
@@ -91,12 +92,14 @@ def timeline_data(text: str) -> dict[str, Any]:
             else:
                 faults.append({"t": t, "do": do, "node": act.get("node"), "extra": act})
                 if do == "restart" and act.get("node") in role:
+                    crashed.discard(act["node"])
                     set_role(act["node"], t, "none", 0)
         for o in line.get("obs", ()):
             k, node = o["k"], o.get("n")
             if k == "brk.role":
                 set_role(node, t, "master" if o["role"] == "MASTER" else "slave", o["masterEpoch"])
             elif k == "sim.crash" and o["node"] in role:
+                crashed.add(o["node"])
                 set_role(o["node"], t, "down", 0)
             elif k == "brk.append":
                 set_end(node, t, o["offset"] + o["size"])
@@ -108,7 +111,7 @@ def timeline_data(text: str) -> dict[str, Any]:
                 set_end(node, t, o["at"])
             elif k == "ctl.state":  # a real run: the admin API's view of the set (rmqha/real/report.py)
                 set_sss(t, set(o["sss"]))
-            elif k == "brk.state":
+            elif k == "brk.state" and node not in crashed:  # a real run's broker, as its admin API answered
                 set_role(node, t, "master" if o["role"] == "MASTER" else "slave", o["masterEpoch"])
                 if o.get("maxOffset") is not None:
                     set_end(node, t, o["maxOffset"])

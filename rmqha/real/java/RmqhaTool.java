@@ -37,7 +37,9 @@
  *   {"k":"route-error","topic","error",..}   {"k":"commit","broker","queue","offset","ok"} (only with --commit)
  *   {"k":"end","reason","seenCount","offsets":{"broker:queue":nextOffset}}
  * observe [--controllers C1;C2 --set S] [--brokers B1,B2,...] [--interval-ms 1000] [--call-timeout-ms 1500] [--once]
- *   every round all calls run in parallel; each is cut off at the call timeout (round 1: >= 3000 ms).
+ *   every round all calls run in parallel; each is cut off at the call timeout (round 1: >= 3000 ms). A line's "t" is
+ *   when it was written; "at" holds, per call that answered, when its answer came ("meta", "set"; "stats", "ha",
+ *   "epochs"), which is when that part was seen to be true.
  *   {"k":"ctl","addr","round","ok","error"?,"meta":GetMetaDataResponseHeader,"set":ReplicasInfo of S (answered by
  *     the controller leader) + "syncStateSet":[ids] + "brokers":[{"brokerId","address","alive","inSync"}]}
  *   {"k":"brk","addr","round","ok","error"?,"stats":{runtime stats table},"ha":HARuntimeInfo,
@@ -81,6 +83,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
@@ -1014,15 +1017,16 @@ public final class RmqhaTool {
                     // fire every call of the round at once, then collect each within the same call deadline
                     List<Future<?>[]> ctlCalls = new ArrayList<>();
                     for (String c : ctls) {
-                        Future<?> meta = pool.submit(() -> admin.getControllerMetaData(c));
-                        Future<?> sss = pool.submit(() -> admin.getInSyncStateData(c, Collections.singletonList(set)));
+                        Future<?> meta = pool.submit(timed(() -> admin.getControllerMetaData(c)));
+                        Future<?> sss = pool.submit(timed(() -> admin.getInSyncStateData(c,
+                            Collections.singletonList(set))));
                         ctlCalls.add(new Future<?>[] {meta, sss});
                     }
                     List<Future<?>[]> brkCalls = new ArrayList<>();
                     for (String b : brokers) {
-                        Future<?> stats = pool.submit(() -> admin.fetchBrokerRuntimeStats(b));
-                        Future<?> ha = pool.submit(() -> admin.getBrokerHAStatus(b));
-                        Future<?> ep = pool.submit(() -> admin.getBrokerEpochCache(b));
+                        Future<?> stats = pool.submit(timed(() -> admin.fetchBrokerRuntimeStats(b)));
+                        Future<?> ha = pool.submit(timed(() -> admin.getBrokerHAStatus(b)));
+                        Future<?> ep = pool.submit(timed(() -> admin.getBrokerEpochCache(b)));
                         brkCalls.add(new Future<?>[] {stats, ha, ep});
                     }
                     for (int i = 0; i < ctls.size(); i++) {
@@ -1048,6 +1052,22 @@ public final class RmqhaTool {
             }
         }
 
+        /** The call, answering {its result, when its answer came (ms)}: a line's "at" says when each part was true,
+         * whenever the line itself is written (a round's lines are written in order, after the calls before them). */
+        static Callable<Object[]> timed(Callable<?> call) {
+            return () -> {
+                Object r = call.call();
+                return new Object[] {r, System.currentTimeMillis()};
+            };
+        }
+
+        /** The result of a timed call, its answer time put in at under name. */
+        static Object answer(Future<?> f, long until, JSONObject at, String name) throws Exception {
+            Object[] r = (Object[]) await(f, until);
+            at.put(name, r[1]);
+            return r[0];
+        }
+
         /** Waits for f until the absolute time until (ms); throws the call's failure or a TimeoutException. */
         static Object await(Future<?> f, long until) throws Exception {
             long wait = Math.max(1, until - System.currentTimeMillis());
@@ -1069,17 +1089,19 @@ public final class RmqhaTool {
             JSONObject o = line("ctl");
             o.put("addr", addr);
             o.put("round", round);
+            JSONObject at = new JSONObject();
+            o.put("at", at);
             String error = null;
             JSONObject meta = null;
             JSONObject setJ = null;
             try {
-                GetMetaDataResponseHeader m = (GetMetaDataResponseHeader) await(calls[0], until);
+                GetMetaDataResponseHeader m = (GetMetaDataResponseHeader) answer(calls[0], until, at, "meta");
                 meta = (JSONObject) toJson(m);
             } catch (Throwable e) {
                 error = "meta: " + err(e);
             }
             try {
-                BrokerReplicasInfo info = (BrokerReplicasInfo) await(calls[1], until);
+                BrokerReplicasInfo info = (BrokerReplicasInfo) answer(calls[1], until, at, "set");
                 BrokerReplicasInfo.ReplicasInfo ri =
                     info == null || info.getReplicasInfoTable() == null ? null : info.getReplicasInfoTable().get(set);
                 if (ri != null) {
@@ -1138,24 +1160,26 @@ public final class RmqhaTool {
             JSONObject o = line("brk");
             o.put("addr", addr);
             o.put("round", round);
+            JSONObject at = new JSONObject();
+            o.put("at", at);
             List<String> errors = new ArrayList<>();
             Object stats = null;
             Object ha = null;
             JSONObject epochs = null;
             try {
-                KVTable kv = (KVTable) await(calls[0], until);
+                KVTable kv = (KVTable) answer(calls[0], until, at, "stats");
                 stats = kv == null || kv.getTable() == null ? null : new TreeMap<>(kv.getTable());
             } catch (Throwable e) {
                 errors.add("stats: " + err(e));
             }
             try {
-                HARuntimeInfo h = (HARuntimeInfo) await(calls[1], until);
+                HARuntimeInfo h = (HARuntimeInfo) answer(calls[1], until, at, "ha");
                 ha = toJson(h);
             } catch (Throwable e) {
                 errors.add("ha: " + err(e));
             }
             try {
-                EpochEntryCache ec = (EpochEntryCache) await(calls[2], until);
+                EpochEntryCache ec = (EpochEntryCache) answer(calls[2], until, at, "epochs");
                 epochs = (JSONObject) toJson(ec);
             } catch (Throwable e) {
                 errors.add("epochs: " + err(e));

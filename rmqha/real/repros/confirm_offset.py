@@ -27,6 +27,7 @@ import subprocess
 import time
 from typing import Any
 
+from ...impl.sim.report import members
 from .. import files as F
 from .. import maven, netns
 from ..clients import Client, Tail
@@ -112,7 +113,7 @@ def sss_text(lab: Lab, s: Snapshot | None) -> str:
     lead = s.leader if s else None
     if lead is None:
         return "no controller leader"
-    return (f"master {lead.master} mE {lead.master_epoch} SSS {lab.sss_nodes(s)} sE {lead.sss_epoch}")
+    return (f"master {lead.master} mE {lead.master_epoch} SSS {members(lab.sss_nodes(s))} sE {lead.sss_epoch}")
 
 
 def keys_in(view: F.CommitLogView | None) -> set[str]:

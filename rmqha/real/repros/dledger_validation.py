@@ -19,6 +19,7 @@ import re
 import time
 from typing import Any
 
+from ...impl.sim.report import members
 from .. import files as F
 from ..check import Verdict as CheckVerdict
 from ..check import check_controller
@@ -59,7 +60,7 @@ def entry_text(e: F.ControllerEntry) -> str:
     parts = []
     for ev in evs:
         if ev.get("type") == "AlterSyncStateSet":
-            parts.append(f"AlterSyncStateSet {sorted(ev.get('newSyncStateSet') or [])}")
+            parts.append(f"AlterSyncStateSet {members(map(str, sorted(ev.get('newSyncStateSet') or [])))}")
         elif ev.get("type") == "ElectMaster":
             parts.append(f"ElectMaster {ev.get('newMasterBrokerId')}" if ev.get("newMasterElected")
                          else "ElectMaster(no master)")
@@ -71,8 +72,8 @@ def entry_text(e: F.ControllerEntry) -> str:
 def state_text(st: dict[str, Any] | None) -> str:
     if not st:
         return "-"
-    return (f"master {st.get('master')} mE {st.get('masterEpoch')} SSS {sorted(st.get('syncStateSet') or [])} "
-            f"sE {st.get('syncStateSetEpoch')}")
+    sss = members(map(str, sorted(st.get("syncStateSet") or [])))
+    return f"master {st.get('master')} mE {st.get('masterEpoch')} SSS {sss} sE {st.get('syncStateSetEpoch')}"
 
 
 @repro("F-DLEDGER-STALE-VALIDATION",

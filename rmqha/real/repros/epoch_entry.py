@@ -50,6 +50,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from ...impl.sim.report import members
 from ..lab import Lab, LabError
 from ..observe import Snapshot
 from ..repro import INCONCLUSIVE, NOT_REPRODUCED, REPRODUCED, Verdict, repro
@@ -278,14 +279,14 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
                     "handshake: " + " | ".join(short(x, 170)
                                                                            for x in third["lines"][1:]))
     evidence.append(f"the controller's SyncStateSet at that handshake (admin snapshot of "
-                    f"t={(before_kill.t0 - lab.spec.created_ms) / 1000:.1f} s): {sss_at}")
+                    f"t={(before_kill.t0 - lab.spec.created_ms) / 1000:.1f} s): {members(sss_at)}")
     data.update({"thirdHandshake": {k: v for k, v in third.items() if k != "lines"}, "sssAtTruncate": sss_at})
     if not truncated:
         return Verdict(NOT_REPRODUCED, evidence, f"{sl}'s next handshake kept its log (truncateOffset "
                        f"{third['truncate']}, its end {local_end})", data)
     if sl not in sss_at:
         return Verdict(INCONCLUSIVE, evidence, f"{sl} truncated {local_end} -> {third['truncate']} but had left "
-                       f"the SyncStateSet ({sss_at}) before its handshake", data)
+                       f"the SyncStateSet ({members(sss_at)}) before its handshake", data)
     lab.kill(t, "right at the truncating handshake, before the slave's first report refills it")
     lab.note(f"{t} SIGKILLed; {sl} truncated {local_end} -> {third['truncate']} at its handshake")
     follows: list[str] = []
@@ -303,7 +304,7 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
         seen = lab.consume(TOPIC, 15.0)
         seen_keys = {str(x.get("key")) for x in seen}
         follows.append(f"{t} SIGKILLed; {nm} elected at masterEpoch {new.leader.master_epoch} from SyncStateSet "
-                       f"{sss_at}; its max offset {max_of(nm_view, nm)}, epoch cache "
+                       f"{members(sss_at)}; its max offset {max_of(nm_view, nm)}, epoch cache "
                        f"{fmt_epochs(epochs_of(nm_view, nm))}")
         follows.append(f"{nm}'s commit log holds {len(holds)} messages of {TOPIC}; of the {len(acked)} acknowledged "
                        f"in epoch {e}, {len(lost_keys)} are missing (e.g. {lost_keys[:3]}); a consumer read "
@@ -318,7 +319,7 @@ def epoch_entry_lost(lab: Lab) -> Verdict:
     why = (f"{sl} recorded ({e}, {x_start}) from {t}'s empty first frame, lost it at the reconnect's handshake "
            f"(truncateSuffixByOffset({x_start})), appended epoch {e}'s {len(acked)} acknowledged messages under "
            f"{fmt_epochs(sl_epochs2)}, and its next handshake truncated {local_end} -> {third['truncate']} while in "
-           f"the SyncStateSet {sss_at}")
+           f"the SyncStateSet {members(sss_at)}")
     if lost_keys:
         why += f"; elected after {t}'s kill, it lacks {len(lost_keys)} acknowledged messages"
     return Verdict(REPRODUCED, evidence, why, data)

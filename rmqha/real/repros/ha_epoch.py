@@ -547,8 +547,9 @@ def transfer_negative_batch(lab: Lab) -> Verdict:
         s_keys = [k for m in s_log.messages if x_start <= m.physical_offset < y_end for k in m.keys[:1]]
         n_keys = [k for m in n_log.messages if x_start <= m.physical_offset < y_end for k in m.keys[:1]]
         only_s, only_n = [k for k in s_keys if k not in n_keys], [k for k in n_keys if k not in s_keys]
+        said = ", ".join(sorted({status.get(k, "?") for k in only_s})) or "none"
         splice.append(f"in [{x_start}, {y_end}) {sl} holds {len(s_keys)} messages, {len(only_s)} of them not on {n} "
-                      f"(producer: {sorted({status.get(k, '?') for k in only_s})}), and lacks {len(only_n)} of {n}'s "
+                      f"(producer: {said}), and lacks {len(only_n)} of {n}'s "
                       f"(producer: {sum(1 for k in only_n if status.get(k) == 'SEND_OK')} of them SEND_OK), e.g. "
                       f"{only_s[:2]} instead of {only_n[:2]}")
     ok = sum(1 for r in sends if r.get("status") == "SEND_OK")

@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ...impl.sim.report import members
 from .. import files as F
 from ..lab import Lab, LabError, log_ms
 from ..observe import Snapshot
@@ -277,14 +278,14 @@ def _after_kill(lab: Lab, ev: list[str], m: str, sl: str, ctl: str, mid: int, si
     sss, sse = answer_sss(ans)
     ev.append(f"{lab_s(lab, float(ans['t']))} {ctl} answered {m}'s new registration "
               f"({(float(ans['t']) - t_prop) / 1000:.1f} s after the held proposal): {ans.get('ext')}, "
-              f"SyncStateSet {sss} epoch {sse}")
+              f"SyncStateSet {members(map(str, sss))} epoch {sse}")
     data.update({"answeredEpoch": me_new, "answeredSss": sss, "answerAfterProposal_s":
                  round((float(ans["t"]) - t_prop) / 1000, 1)})
     if me0 is not None and me_new != me0:
         return Verdict(INCONCLUSIVE, ev, f"{m}'s new process was answered master at masterEpoch {me_new}, not "
                                          f"{me0}: the proposal is stale by its epoch", data)
     if sss != [mid]:
-        return Verdict(INCONCLUSIVE, ev, f"the answer's SyncStateSet is {sss}, not {{{mid}}}", data)
+        return Verdict(INCONCLUSIVE, ev, f"the answer's SyncStateSet is {members(map(str, sss))}, not {{{mid}}}", data)
     try:
         lab.wait(lambda x: m in x.brokers and x.brokers[m].ok and x.brokers[m].role == "MASTER"
                  and x.leader is not None and x.leader.master == m and x.t0 > float(ans["t"]), 60,

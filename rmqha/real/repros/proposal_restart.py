@@ -16,6 +16,7 @@ import json
 import time
 from typing import Any
 
+from ...impl.sim.report import members
 from .. import files as F
 from ..lab import Lab
 from ..observe import Snapshot
@@ -53,8 +54,8 @@ def ctl_state(s: Snapshot | None) -> str:
     lead = s.leader if s else None
     if lead is None:
         return "no leader"
-    return (f"leader {lead.node}: master {lead.master} mE {lead.master_epoch} SSS {sorted(lead.sss)} "
-            f"sE {lead.sss_epoch}")
+    sss = members(lead.ids.get(i, str(i)) for i in sorted(lead.sss))
+    return f"leader {lead.node}: master {lead.master} mE {lead.master_epoch} SSS {sss} sE {lead.sss_epoch}"
 
 
 @repro("M-PROPOSAL-OUTLIVES-RESTART",

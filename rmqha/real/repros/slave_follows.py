@@ -325,7 +325,8 @@ def _round(lab: Lab, name: str, heal: bool, m: str, slaves: list[str], cut: Cut,
     shown = [d for d in evs if d.get("ev") != "refused"]
     refused = [d for d in evs if d.get("ev") == "refused"]
     if refused:
-        ev.append(f"    {len(refused)} connects to {sorted({d['node'] for d in refused})} refused across the cut "
+        to = ", ".join(sorted({d["node"] for d in refused}))
+        ev.append(f"    {len(refused)} connects to {to} refused across the cut "
                   f"(first {lab_s(lab, float(refused[0]['t']))}, last {lab_s(lab, float(refused[-1]['t']))})")
     ev += [f"    {conn_text(lab, d)}" for d in shown[:12]]
     if len(shown) > 12:

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ...impl.sim.report import members
 from .. import maven, netns
 from ..clients import Client, Tail
 from ..files import read_consume_queues
@@ -776,7 +777,7 @@ def topic_config_lost(lab: Lab) -> Verdict:
     after_el = [r for r in sends if int(r.get("t", 0)) >= t_el]
     refused = [r for r in after_el if classify_send(r) != "ok"]
     sss = lab.sss_nodes(s0)
-    evidence += [f"before the failover: SyncStateSet {sss} (allAckInSyncStateSet: every SEND_OK is on both)",
+    evidence += [f"before the failover: SyncStateSet {members(sss)} (allAckInSyncStateSet: every SEND_OK is on both)",
                  f"{m} SIGKILLed; {sl} elected master {(t_el - t_kill) / 1000:.1f} s later; its {EXPAND_TOPIC} "
                  f"(read, write) at the election: {q_el}",
                  f"after the election: {len(after_el) - len(refused)} SEND_OK, {len(refused)} refused"

@@ -27,6 +27,7 @@ import re
 import time
 from typing import Any
 
+from ...impl.sim.report import members
 from .. import files as F
 from ..check import dledger_entries
 from ..clients import Tail
@@ -61,7 +62,7 @@ def ctl_text(lab: Lab, s: Snapshot | None) -> str:
     lead = s.leader if s else None
     if lead is None:
         return "no controller leader"
-    return f"master {lead.master} mE {lead.master_epoch} SSS {lab.sss_nodes(s)} sE {lead.sss_epoch}"
+    return f"master {lead.master} mE {lead.master_epoch} SSS {members(lab.sss_nodes(s))} sE {lead.sss_epoch}"
 
 
 def lines_since(lab: Lab, node: str, rx: re.Pattern[str], since_ms: float,
@@ -145,7 +146,7 @@ def ctl_events(lab: Lab) -> list[tuple[int, dict[str, Any]]]:
 def event_text(ix: int, ev: dict[str, Any]) -> str:
     kind = ev.get("type")
     if kind == "AlterSyncStateSet":
-        return f"#{ix} AlterSyncStateSet {sorted(ev.get('newSyncStateSet') or [])}"
+        return f"#{ix} AlterSyncStateSet {members(map(str, sorted(ev.get('newSyncStateSet') or [])))}"
     if kind == "ElectMaster":
         return (f"#{ix} ElectMaster {ev.get('newMasterBrokerId')}" if ev.get("newMasterElected")
                 else f"#{ix} ElectMaster(no master)")
