@@ -272,7 +272,10 @@ class AutoSwitchHAClient:
             if not ok:
                 self.host.emit({"k": "ha.truncate-unaligned", "point": point})
                 return False
-            cache.truncate_suffix_by_offset(point)
+            if B.TRUNCATE_KEEPS_EPOCH_ENTRIES not in self.service.bugs or point < store.max_phy_offset:
+                # 5.4.0+ (PR #9942): only when the log still ends past the point, read after the truncation (which
+                # leaves it at the point): the slave keeps its epoch entries, one starting at the point included
+                cache.truncate_suffix_by_offset(point)
             self.state = TRANSFER
             self.current_reported_offset = point
             self.host.emit({"k": "ha.truncate", "point": point, "before": before, "masterMax": frame.max_offset,
