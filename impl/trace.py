@@ -59,6 +59,7 @@ class TraceHeader(TypedDict):
     disabledInvariants: NotRequired[list[str]]
     faults: Faults
     conform: NotRequired[bool]  # validated against the model as it ran (rmqha.models.campaign); absent: not
+    rocketmq: NotRequired[str]  # the RocketMQ release whose rules the run follows (impl/bugs.py); absent: 5.3.3
 
 
 class Footer(TypedDict):
