@@ -95,7 +95,7 @@ FINDINGS: dict[str, Finding] = {
                 "(scans to the first invalid message)", "new"),
         Finding("F-EPOCH-REBASE-ON-RESTART",
                 "A master restarted and re-confirmed at the same epoch moves that epoch's start",
-                ("HA-LOG-MATCHING", "SYNC-CONFIRM-BOUND"), B.FIX_KEEP_OWN_EPOCH_ON_RESTART,
+                ("HA-LOG-MATCHING", "SYNC-CONFIRM-BOUND", "LIVE-HA-TRANSFER"), B.FIX_KEEP_OWN_EPOCH_ON_RESTART,
                 "AutoSwitchHAService.changeToMaster (truncateSuffixByEpoch then appendEntry at maxPhyOffset)", "new"),
         Finding("F-EPOCH-EQ-SPLICE",
                 "A new master whose last epoch holds no bytes writes under that epoch, as the deposed master does",

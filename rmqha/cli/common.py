@@ -172,6 +172,15 @@ def _creatable(path: str, what: str) -> None:
         _refuse(f"must be a {what} path in a folder you can write ({anc} is not writable)", path)
 
 
+def input_dir(text: str) -> str:
+    """``type=``: an existing, readable folder."""
+    if not text or not os.path.isdir(text):
+        _refuse("must be an existing folder", text)
+    if not os.access(text, os.R_OK | os.X_OK):
+        _refuse("must be a folder you can read (permission denied)", text)
+    return text
+
+
 def input_file(text: str) -> str:
     """``type=``: an existing, readable regular file."""
     if not text:
