@@ -226,6 +226,26 @@ class FixSet:
     reruns: int
 
 
+def set_pool(candidates_: Iterable[Finding], bugs: list[str]) -> list[Finding]:
+    """The findings a set search may use: those in play, and those whose only missing ``needs`` are fixes of
+    findings in play (a finding that is a hole in another finding's fix, F-TRANSFER-NEGATIVE-BATCH in #9690's: the
+    set that holds both fixes brings that rule in; ``admissible`` keeps such a finding out of a set without it)."""
+    listed = list(candidates_)
+    playing = [f for f in listed if in_play(f, bugs)]
+    fixes = {f.fix for f in playing}
+    later = [f for f in listed if f not in playing and f.fix not in bugs
+             and not any(r in bugs for r in f.removed_by)
+             and all(n in bugs or n in fixes for n in f.needs)]
+    return playing + later
+
+
+def admissible(ids: Iterable[str], bugs: list[str]) -> bool:
+    """A set of findings whose ``needs`` its own fixes (or the run's switches) supply."""
+    chosen = [FINDINGS[i] for i in ids]
+    have = {*bugs, *(f.fix for f in chosen)}
+    return all(n in have for f in chosen for n in f.needs)
+
+
 class _Tries:
     """``clears(set of findings)``: one memoised re-run each, at most ``budget`` of them."""
 
@@ -240,6 +260,8 @@ class _Tries:
 
     def clears(self, ids: Iterable[str]) -> bool:
         key = frozenset(ids)
+        if key not in self.seen and not admissible(key, list(self.header.get("bugs", []))):
+            self.seen[key] = False  # a finding without the fix its mechanism needs: no re-run
         if key not in self.seen:
             if self.spent():
                 return False
@@ -292,7 +314,7 @@ def fix_set(header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun, 
     ``singles_tried`` (``classify`` has run) no single finding removes it, so a set has two or more.
     """
     bugs = list(header.get("bugs", []))
-    chosen = [f for f in (candidates(violation["invariant"]) if pool is None else pool) if in_play(f, bugs)]
+    chosen = set_pool(candidates(violation["invariant"]) if pool is None else pool, bugs)
     fixes = {f.id: f.fix for f in chosen}
     ids = sorted(fixes)
     tries = _Tries(header, violation, rerun, fixes, budget)
