@@ -39,8 +39,9 @@ class Version:
 # Oldest first. Each is a release Maven Central serves; ``why`` says what the kit uses it for.
 KNOWN: tuple[Version, ...] = (
     Version("5.3.3", "pinned: the version the kit's reference implementation mirrors"),
-    Version("5.4.0", "the first release with PR #9690 (AutoSwitchHAConnection refreshes its transfer epoch's end; "
-                     "5.3.4's common, remoting, client and tools jars are not on Maven Central)"),
+    Version("5.4.0", "the first whole release with PR #9690 (AutoSwitchHAConnection refreshes its transfer epoch's "
+                     "end; first shipped in 5.3.4, whose common, remoting, client and tools jars are not on Maven "
+                     "Central) and the first with #9897 and #9942"),
     Version("5.5.0", "the newest 5.x Maven Central serves whole (5.5.1 has its broker and controller there, not its "
                      "namesrv, client or tools)"),
 )
