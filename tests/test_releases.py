@@ -204,3 +204,32 @@ def test_simulate_a_release_runs_its_rules():
     b = run(cfg, 5, 3000, bugs=bugs, rocketmq="5.5.0")
     assert a.digest == b.digest and a.text is not None
     assert json.loads(a.text.splitlines()[0])["bugs"] == bugs
+
+
+def test_the_command_line_runs_a_release_and_refuses_an_unknown_one(tmp_path: Path):
+    import subprocess
+    import sys
+
+    trace = tmp_path / "t.jsonl"
+    p = subprocess.run([sys.executable, "-m", "rmqha", "simulate", "--seed", "2", "--steps", "300", "--rocketmq",
+                        "5.4.0", "--no-progress", "--trace", str(trace), "--json"],
+                       capture_output=True, text=True, timeout=300)
+    out = json.loads(p.stdout)
+    assert out["rocketmq"] == "5.4.0" and set(B.release_switches("5.4.0")) <= set(out["bugs"])
+    assert json.loads(trace.read_text().splitlines()[0])["rocketmq"] == "5.4.0"
+    again = subprocess.run([sys.executable, "-m", "rmqha", "replay", str(trace)], capture_output=True, text=True,
+                           timeout=300)
+    assert again.returncode == 0, again.stderr
+    bad = subprocess.run([sys.executable, "-m", "rmqha", "simulate", "--seed", "2", "--rocketmq", "5.6.0"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1 and "5.5.1" in bad.stderr
+
+
+def test_a_fuzz_campaign_carries_its_release():
+    from rmqha.spark_fuzz.campaign import options_from
+
+    cfg = default_config("safe").to_dict()
+    old = options_from("/tmp/x", cfg, None)
+    new = options_from("/tmp/x", cfg, None, rocketmq="5.5.0", bugs=list(B.release_switches("5.5.0")))
+    assert "rocketmq" not in old.identity()  # a journal of an earlier campaign resumes
+    assert new.identity()["rocketmq"] == "5.5.0"
