@@ -79,7 +79,7 @@ class SimVerdict:
 def sim_verdict(f: Finding, header: dict[str, Any], release: str) -> SimVerdict:
     """The finding's trace re-run on ``release``."""
     bugs = release_bugs(f, list(header.get("bugs", [])), release)
-    moved = {k: v for k, v in header.items() if k not in ("rocketmq", "format", "version")}
+    moved = {k: v for k, v in header.items() if k not in ("rocketmq", "format", "version", "conform")}
     moved["bugs"] = bugs
     if release != B.DEFAULT_RELEASE:
         moved["rocketmq"] = release
