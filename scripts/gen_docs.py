@@ -267,7 +267,11 @@ def bugs_md() -> str:
     out = [GENERATED, "# Injectable bugs, expected-loss configurations and fix switches\n",
            "`rmqha simulate --bug NAME` switches a deviation on; `--fix NAME` (or `--fix all`) applies a finding's "
            "fix. Each switch is tested in `tests/test_bugs.py`: its scenario (in `impl/sim/scenarios.py`) fails the "
-           "named invariant with the switch on and holds with it off.\n"]
+           "named invariant with the switch on and holds with it off; an upstream switch whose release repairs a "
+           "5.3.3 rule has its test in `tests/test_releases.py` instead (the old rule shows the deviation, the "
+           "release's does not). `--rocketmq V` turns on the release profile of V: every switch whose release is V "
+           "or older (the column release: the upstream switches, and the fixes a release shipped upstream; "
+           "docs/fidelity.md, \"RocketMQ releases\").\n"]
     for kind, title in (("switch", "Bug switches (code deviations)"),
                         ("config", "Expected-loss configurations (real settings)"),
                         ("upstream", "Upstream switches (a later release's rule in the 5.3.3 core)"),
@@ -279,12 +283,13 @@ def bugs_md() -> str:
                        "21: `[faults] guards`, `[faults] adversarial`, docs/trace-format.md) or the interleaved "
                        "broker steps (`[sim] interleave`) reach; its scenario turns on what it needs (its settings "
                        "are applied with the switch, as a fidelity switch's are).\n")
-        out.append("| name | caught by | where | reference | what it does |")
-        out.append("|---|---|---|---|---|")
+        release = kind in ("upstream", "fix")
+        out.append("| name | caught by | where | reference | what it does |" + (" release |" if release else ""))
+        out.append("|---|---|---|---|---|" + ("---|" if release else ""))
         for b in BUGS.values():
             if b.kind == kind:
                 out.append(f"| `{b.name}` | {b.invariant} | {_cell(b.where)} | {_cell(b.reference)} | "
-                           f"{_cell(b.description)} |")
+                           f"{_cell(b.description)} |" + (f" {b.release or ''} |" if release else ""))
         out.append("")
     return "\n".join(out)
 
