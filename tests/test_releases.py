@@ -233,3 +233,17 @@ def test_a_fuzz_campaign_carries_its_release():
     new = options_from("/tmp/x", cfg, None, rocketmq="5.5.0", bugs=list(B.release_switches("5.5.0")))
     assert "rocketmq" not in old.identity()  # a journal of an earlier campaign resumes
     assert new.identity()["rocketmq"] == "5.5.0"
+
+
+def test_a_local_shrink_to_one_member_wakes_the_reput():
+    """Seed 31 of ``rmqha simulate --rocketmq 5.5.0``: at 92.444 s master b3's connections close and #9897's
+    removeConnection shrinks its local SyncStateSet to itself, so CommitLog.getConfirmOffset's shortcut answers
+    maxPhyOffset; RocketMQ's reput thread dispatches the rest at its next 1 ms poll. The kit once left the reput idle
+    there (STORE-REPUT-DRAINS at 93.0 s, a fidelity bug of its local-shrink rule): the shrink now wakes it."""
+    cfg = config_from_dict({"sim": {"progress": True}}, default_config("safe"))
+    h = header_for(cfg, 31, 20_000, list(B.release_switches("5.5.0")), None, 95_000, "safe", rocketmq="5.5.0")
+    r = run_header(h, keep=True)
+    shrinks = [o for line in (r.text or "").splitlines()[1:-1] for o in json.loads(line).get("obs", [])
+               if o["k"] == "ha.local-shrink" and o["local"] == [2]]
+    assert shrinks  # the shrink to one member happens in this run
+    assert r.violation is None or r.violation.invariant != "STORE-REPUT-DRAINS", r.violation.to_dict()
