@@ -11,7 +11,7 @@ Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
   otherwise both caches are rebuilt with their last end set to each side's max offset, the consistent
   point p is found (-1 fails the handshake), the log is truncated to p (fails unless p starts a message),
   epoch entries from p are dropped (5.4.0+, PR #9942, upstream switch truncate-keeps-epoch-entries: only when the
-  log still ends past p once truncated, which it never does: the entries stay), and p becomes
+  log still ends past p once truncated, and a truncation leaves it at p: the entries stay), and p becomes
   ``currentReportedOffset``.
 * TRANSFER: a frame's offset must equal the slave's max offset unless the slave is empty (strict
   contiguity); a new epoch in the header is appended to the epoch cache (failure ignored; a heartbeat, with
