@@ -25,7 +25,7 @@ from rich.table import Table
 import rmqha
 from rmqha.cluster.check import CHECKED as CLUSTER_CHECKS
 from rmqha.impl import bugs as B
-from rmqha.impl.findings import FINDINGS
+from rmqha.impl.findings import FINDINGS, releases_with
 from rmqha.impl.invariants import BY_ID, catalogue_rows
 from rmqha.impl.sim import matrix as M
 from rmqha.real.check import REAL_CHECKS
@@ -138,7 +138,8 @@ def cmd_findings(args: argparse.Namespace, out: Console) -> int:
         raise UserError("--traces and --real go with --matrix")
     rows: list[dict[str, Any]] = [
         {"id": f.id, "title": f.title, "invariants": list(f.invariants), "fix": f.fix, "where": f.where,
-         "reference": f.reference, "needs": list(f.needs), "doc": f"docs/findings/{f.id}.md"}
+         "reference": f.reference, "needs": list(f.needs), "removedBy": list(f.removed_by),
+         "releases": releases_with(f), "doc": f"docs/findings/{f.id}.md"}
         for f in FINDINGS.values()]
     if args.json:
         print(json.dumps(rows, indent=1))
@@ -149,6 +150,7 @@ def cmd_findings(args: argparse.Namespace, out: Console) -> int:
         table.add_column(col, overflow="fold")
     for r in rows:
         needs = f" (runs with {', '.join(r['needs'])})" if r["needs"] else ""
-        table.add_row(r["id"], r["title"], ", ".join(r["invariants"]), r["fix"] + needs)
+        table.add_row(r["id"], r["title"] + f" [RocketMQ {', '.join(r['releases'])}]", ", ".join(r["invariants"]),
+                      r["fix"] + needs)
     out.print(table)
     return 0
