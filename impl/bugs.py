@@ -74,8 +74,19 @@ REACHABLE_CHECK_GIVES_UP_EARLY = "reachable-check-gives-up-early"
 LEGACY_RECONNECT_WAITS = "legacy-reconnect-waits"
 LAST_FILE_FLAG_IGNORED = "last-file-flag-ignored"
 
-# upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it)
+# upstream switches: a rule of a later RocketMQ release, brought into the 5.3.3-based core (the release changed it);
+# a release profile (``RELEASES``, ``release_switches``) is the set of them that release has
+JRAFT_SCAN_AFTER_WAIT = "jraft-scan-after-wait"
 LOCAL_SHRINK_ON_DISCONNECT = "local-shrink-on-disconnect"
+TRUNCATE_KEEPS_EPOCH_ENTRIES = "truncate-keeps-epoch-entries"
+SYNC_TAKES_MASTER_VERSION = "sync-takes-master-version"
+ELECT_COMPARES_LONG_OFFSETS = "elect-compares-long-offsets"
+JRAFT_REELECT_CHECKS_ACTIVE = "jraft-reelect-checks-active"
+IDENTITY_EQUALS_NULL_SAFE = "identity-equals-null-safe"
+
+# the RocketMQ releases the kit has a profile for, oldest first; the core follows the first (DEFAULT_RELEASE)
+RELEASES = ("5.3.3", "5.3.4", "5.4.0", "5.5.0", "5.5.1")
+DEFAULT_RELEASE = "5.3.3"
 
 # fix switches: the natural fix of a documented finding (docs/findings/), so campaigns can look past it
 FIX_TRANSFER_EPOCH_REFRESH = "fix-transfer-epoch-refresh"
@@ -118,6 +129,14 @@ class Bug:
     kind: str = "switch"
     settings: tuple[tuple[str, str, object], ...] = ()  # for kind == "config": (section, key, value)
     needs: tuple[tuple[str, str, object], ...] = ()  # fidelity, guard: the settings that turn its part on
+    # the first RocketMQ release (``RELEASES``) whose rule this switch is: for kind "upstream", the release that
+    # changed the rule; for kind "fix", the release that shipped the same fix upstream (the release profile then
+    # has the fix switch itself: one rule, one name). "" for every other switch.
+    release: str = ""
+    # kind "upstream" only: True when the release's rule (the switch on) removes a deviation the older rule shows
+    # (the switch's test: the old rule, off, shows it; the release's does not); False when the release's rule
+    # brings the violation in (the switch's scenario in impl/sim/scenarios.py fails ``invariant`` with it on)
+    repairs: bool = False
 
 
 BUGS: dict[str, Bug] = {
@@ -501,12 +520,53 @@ BUGS: dict[str, Bug] = {
             "from its local (confirmed) SyncStateSet at once, under the write lock, besides proposing the shrink to "
             "the controller; until the controller answers, the ack set (local ∪ proposal) no longer holds it, so "
             "with the controller unreachable the master acknowledges without the member the controller may still "
-            "elect.", kind="upstream"),
+            "elect.", kind="upstream", release="5.4.0"),
+        Bug(JRAFT_SCAN_AFTER_WAIT, "LIVE-MASTER", "RaftBrokerHeartBeatManager.scanNotActiveBroker",
+            "RocketMQ 5.3.4 and later: apache/rocketmq#9717, PR #9718",
+            "5.3.4's gate of the JRaft inactive-broker scan: skip while no heartbeat has come in or until "
+            "jRaftScanWaitTimeoutMs after the first one, then scan every time. 5.3.3's test is inverted (skip once "
+            "firstReceivedHeartbeatTime + jRaftScanWaitTimeoutMs < now): a JRaft leader scans only in the first "
+            "second after its first heartbeat, and a dead broker whose channel close the controller never sees is "
+            "never found.", kind="upstream", release="5.3.4", repairs=True),
+        Bug(TRUNCATE_KEEPS_EPOCH_ENTRIES, "SYNC-CONFIRM-BOUND", "AutoSwitchHAClient.doTruncate",
+            "RocketMQ 5.4.0 and later: apache/rocketmq PR #9942 (\"Fix epoch truncate\"); removes the mechanism of "
+            "F-EPOCH-ENTRY-LOST-ON-RECONNECT and M-NO-COMMON-EPOCH",
+            "5.4.0's doTruncate: after truncateFiles(point), the epoch cache is cut (truncateSuffixByOffset) only when "
+            "point < getMaxPhyOffset() read after the truncation, which a truncation that cut the log leaves equal "
+            "to point: the handshake keeps the slave's epoch entries, including one that starts at the consistent "
+            "point (5.3.3 drops it, and a slave that reconnected at the start of an epoch never records it again).",
+            kind="upstream", release="5.4.0", repairs=True),
+        Bug(SYNC_TAKES_MASTER_VERSION, "QUEUE-ACKED-READABLE", "SlaveSynchronize.syncTopicConfig",
+            "RocketMQ 5.5.0 and later: apache/rocketmq#9777, PR #9778 (with the delete inside the if: "
+            "fix-sync-deletes-only-missing)",
+            "5.5.0's sync: no assignNewOne of the master's DataVersion before the loops; the master's entries are "
+            "put without a bump (putTopicConfig) and the slave's version is then set to the master's "
+            "(setDataVersion), so after a sync the two versions are equal and the next syncAll skips the table. "
+            "5.3.3 (and 5.3.4) bump it after the assignment, so every sync finds the versions unequal and "
+            "rewrites the table.", kind="upstream", release="5.5.0", repairs=True),
+        Bug(ELECT_COMPARES_LONG_OFFSETS, "CTL-CLEAN-ELECTION", "DefaultElectPolicy (the comparator)",
+            "RocketMQ 5.5.1 and later: apache/rocketmq#10578, PR #10579",
+            "5.5.1's comparator: Integer.compare on the epochs, Long.compare on the max offsets, Integer.compare on "
+            "the priorities. 5.3.3's narrows the offset difference to an int, so two candidates 2^31 bytes or "
+            "more apart can be ordered the wrong way round and the one with less of the log is elected.",
+            kind="upstream", release="5.5.1", repairs=True),
+        Bug(JRAFT_REELECT_CHECKS_ACTIVE, "LIVE-MASTER",
+            "RaftReplicasInfoManager.checkNotActiveBroker (scanNeedReelectBrokerSets' predicate)",
+            "RocketMQ 5.5.1 and later: apache/rocketmq#10875, PR #10885",
+            "5.5.1 hands scanNeedReelectBrokerSets the liveness predicate itself; 5.3.3's negated one picks the sets "
+            "whose master is alive and which have an inactive member, not the sets whose master is dead and which "
+            "have a live member.", kind="upstream", release="5.5.1", repairs=True),
+        Bug(IDENTITY_EQUALS_NULL_SAFE, "LIVE-MASTER", "BrokerIdentityInfo.equals",
+            "RocketMQ 5.5.1 and later: apache/rocketmq#10876, PR #10886",
+            "5.5.1 compares the three fields with Objects.equals: a lookup whose key or entry has a null brokerId "
+            "finds the entry with the same null id (or none) instead of throwing NullPointerException.",
+            kind="upstream", release="5.5.1", repairs=True),
         Bug(FIX_TRANSFER_EPOCH_REFRESH, "HA-EPOCH-BOUNDARY", "AutoSwitchHAConnection.transferToSlave",
-            "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689 / #9690 (after 5.3.3)",
+            "finding F-TRANSFER-EPOCH-STALE; upstream apache/rocketmq#9689, fixed by PR #9690 in RocketMQ 5.3.4 "
+            "(this switch is that rule: the 5.3.4+ profiles have it)",
             "Before each batch, a connection re-reads the end of its current transfer epoch from the epoch cache "
             "instead of trusting the -1 ('last epoch') it noted when the epoch began, and takes it once it is not "
-            "Long.MAX_VALUE (#9690's test, endOffset != LAST_EPOCH_END_OFFSET).", kind="fix"),
+            "Long.MAX_VALUE (#9690's test, endOffset != LAST_EPOCH_END_OFFSET).", kind="fix", release="5.3.4"),
         Bug(FIX_CONFIRM_WAITS_FIRST_ACK, "SYNC-CONFIRM-BOUND", "AutoSwitchHAService.computeConfirmOffset",
             "finding F-CONFIRM-SKIPS-NEW-CONNECTION (docs/findings)",
             "A member of the ack set whose connection has not acked yet (ack <= 0) freezes confirmOffset, like a "
@@ -563,9 +623,10 @@ BUGS: dict[str, Bug] = {
             "consume queues hold (its log is the record of which queues were written), so a queue expansion the "
             "slave had not synced yet survives the failover.", kind="fix"),
         Bug(FIX_SYNC_DELETES_ONLY_MISSING, "QUEUE-ACKED-READABLE", "SlaveSynchronize.syncTopicConfig",
-            "finding F-SYNC-DELETES-EVERY-TOPIC; apache/rocketmq#9984, PR #9996",
+            "finding F-SYNC-DELETES-EVERY-TOPIC; apache/rocketmq#9984 (PR #9996); the same rule shipped in "
+            "RocketMQ 5.5.0 with PR #9778 (the 5.5.0+ profiles have this switch, and sync-takes-master-version)",
             "A slave's sync deletes only the topics the master no longer has (deleteTopicConfig inside the if), so "
-            "the topics both sides have never leave its table or topics.json.", kind="fix"),
+            "the topics both sides have never leave its table or topics.json.", kind="fix", release="5.5.0"),
         Bug(FIX_SHRINK_WAITS_FOR_CONTROLLER, "SYNC-NO-ACK-LOSS", "AutoSwitchHAService.removeConnection",
             "finding F-LOCAL-SHRINK-BEFORE-ACCEPT (undoes the local shrink of PR #9897, 5.4.0+)",
             "With local-shrink-on-disconnect (5.4.0+): a closed connection's member leaves the local SyncStateSet only "
@@ -613,6 +674,26 @@ FIDELITY = frozenset(name for name, b in BUGS.items() if b.kind == "fidelity")
 UPSTREAM = frozenset(name for name, b in BUGS.items() if b.kind == "upstream")
 GUARD = frozenset(name for name, b in BUGS.items() if b.kind == "guard")
 CODE_KINDS = ("switch", "fix", "fidelity", "upstream", "guard")  # the kinds the core checks by name
+
+
+def release_switches(release: str) -> tuple[str, ...]:
+    """The release profile of ``release``: every switch whose rule that release has (``Bug.release`` at or before
+    it), sorted; ``ValueError`` with one line for an unknown release."""
+    if release not in RELEASES:
+        raise ValueError(f"unknown RocketMQ release {release!r} (known: {', '.join(RELEASES)})")
+    upto = RELEASES.index(release)
+    return tuple(sorted(n for n, b in BUGS.items() if b.release and RELEASES.index(b.release) <= upto))
+
+
+RELEASE_SWITCHES = frozenset(n for n, b in BUGS.items() if b.release)
+"""Every switch some release profile has: the upstream switches and the fixes a release shipped."""
+
+
+def with_release(names: list[str] | tuple[str, ...], release: str) -> list[str]:
+    """``names`` moved to ``release``: the upstream switches of any release dropped, that release's profile added
+    (the fixes among ``names`` stay, a fix a release shipped included), sorted and unique."""
+    kept = [n for n in names if not (n in BUGS and BUGS[n].kind == "upstream")]
+    return sorted({*kept, *release_switches(release)})
 
 
 def check_names(names: list[str] | tuple[str, ...]) -> frozenset[str]:

@@ -1,6 +1,11 @@
 """Documented findings: violations the kit found that are real RocketMQ 5.3.3 behaviour (or, for a finding that
 ``needs`` an upstream switch, the behaviour of the later release that switch brings in).
 
+Per release (``bugs.RELEASES``): a run's switches hold its release profile, so a finding whose fix that release
+shipped (its fix switch is in the profile), whose ``needs`` the release lacks, or whose mechanism one of the
+release's upstream switches removes (``removed_by``) is not a candidate there (``in_play``): it cannot explain a
+violation of that release. ``releases_with(finding)`` lists the releases where it can.
+
 Each finding has a stable id, the invariants it breaks, its write-up (``docs/findings/<id>.md``), a
 replayable trace (``docs/findings/traces/<id>.jsonl.gz``) and a *fix switch* (``bugs.py``, kind "fix"): the
 natural fix, so that a campaign can look past it and an engineer can check the fix holds.
@@ -40,8 +45,11 @@ class Finding:
     fix: str
     where: str
     reference: str
-    # the upstream switches (bugs.py, kind "upstream") its runs need: a finding of a later release than 5.3.3
+    # the release rules its runs need (bugs.py, ``Bug.release``: an upstream switch, or a fix a release shipped):
+    # a finding of a later release than 5.3.3, or one that is a hole in a later release's fix
     needs: tuple[str, ...] = ()
+    # the upstream switches whose rule takes its mechanism away: a release that has one of them cannot show it
+    removed_by: tuple[str, ...] = ()
 
 
 FINDINGS: dict[str, Finding] = {
@@ -50,7 +58,7 @@ FINDINGS: dict[str, Finding] = {
         Finding("F-TRANSFER-EPOCH-STALE", "An HA connection keeps transferring under an epoch that has ended",
                 ("HA-EPOCH-BOUNDARY", "MODEL-CONFORM"), B.FIX_TRANSFER_EPOCH_REFRESH,
                 "AutoSwitchHAConnection.changeTransferEpochToNext / transferToSlave",
-                "apache/rocketmq#9689 (fixed by #9690 after 5.3.3)"),
+                "apache/rocketmq#9689 (fixed by PR #9690 in 5.3.4)"),
         Finding("F-CONFIRM-SKIPS-NEW-CONNECTION",
                 "confirmOffset skips an SSS member that has reconnected but not yet acked",
                 ("SYNC-CONFIRM-BOUND", *SET_WIDE), B.FIX_CONFIRM_WAITS_FIRST_ACK,
@@ -87,7 +95,7 @@ FINDINGS: dict[str, Finding] = {
                 "(scans to the first invalid message)", "new"),
         Finding("F-EPOCH-REBASE-ON-RESTART",
                 "A master restarted and re-confirmed at the same epoch moves that epoch's start",
-                ("HA-LOG-MATCHING", "SYNC-CONFIRM-BOUND"), B.FIX_KEEP_OWN_EPOCH_ON_RESTART,
+                ("HA-LOG-MATCHING", "SYNC-CONFIRM-BOUND", "LIVE-HA-TRANSFER"), B.FIX_KEEP_OWN_EPOCH_ON_RESTART,
                 "AutoSwitchHAService.changeToMaster (truncateSuffixByEpoch then appendEntry at maxPhyOffset)", "new"),
         Finding("F-EPOCH-EQ-SPLICE",
                 "A new master whose last epoch holds no bytes writes under that epoch, as the deposed master does",
@@ -99,7 +107,7 @@ FINDINGS: dict[str, Finding] = {
                 "With upstream fix #9690, a connection served past a truncation sends a batch of negative size",
                 ("HA-EPOCH-BOUNDARY", "MODEL-CONFORM"), B.FIX_TRANSFER_CHECKS_LOG_END,
                 "AutoSwitchHAConnection.transferToSlave (#9690's re-read end below nextTransferFromWhere)",
-                "a hole in apache/rocketmq PR #9690 (after 5.3.3); new"),
+                "a hole in apache/rocketmq PR #9690 (RocketMQ 5.3.4); new", needs=(B.FIX_TRANSFER_EPOCH_REFRESH,)),
         Finding("F-SYNC-DELETES-EVERY-TOPIC",
                 "A slave's metadata sync deletes every topic before putting it back: elected or killed in the loop, "
                 "a broker serves without the topic",
@@ -143,7 +151,8 @@ FINDINGS: dict[str, Finding] = {
                 B.FIX_NEW_CONNECTION_RECORDS_EPOCH,
                 "AutoSwitchHAClient.doTruncate (epochCache.truncateSuffixByOffset(truncateOffset) drops the entry "
                 "that starts at the consistent point) + HAClientReader.processReadResult (an entry is appended only "
-                "when masterEpoch != currentReceivedEpoch, which only init() resets, not a new connection)", "new"),
+                "when masterEpoch != currentReceivedEpoch, which only init() resets, not a new connection)", "new",
+                removed_by=(B.TRUNCATE_KEEPS_EPOCH_ENTRIES,)),
     ]
 }
 
@@ -152,6 +161,11 @@ SEP = "+"  # between the ids of a set of findings in an explanation: "F-GAP-UNIO
 SET_RERUNS = 16  # re-runs one set search may spend (the set of all candidates in play, then ddmin's steps)
 
 Rerun = Callable[[dict[str, Any]], Mapping[str, Any] | None]
+
+
+def releases_with(f: Finding) -> list[str]:
+    """The releases whose profile leaves ``f`` in play (derived from the switches, not a table)."""
+    return [r for r in B.RELEASES if in_play(f, list(B.release_switches(r)))]
 
 
 def candidates(invariant: str) -> list[Finding]:
@@ -179,8 +193,11 @@ def gone(again: Mapping[str, Any] | None, violation: Mapping[str, Any]) -> bool:
 
 
 def in_play(f: Finding, bugs: list[str]) -> bool:
-    """A candidate whose fix can change the run: not on already, and its upstream switches (``needs``) on."""
-    return f.fix not in bugs and all(n in bugs for n in f.needs)
+    """A candidate whose fix can change the run: not on already (a release that shipped it has it on), its release
+    rules (``needs``) on, and none of the upstream switches that remove its mechanism (``removed_by``) on. Triage is
+    so per release: a run's ``bugs`` hold its release profile (``bugs.release_switches``)."""
+    return (f.fix not in bugs and all(n in bugs for n in f.needs)
+            and not any(r in bugs for r in f.removed_by))
 
 
 def classify(header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun) -> str | None:
@@ -209,6 +226,26 @@ class FixSet:
     reruns: int
 
 
+def set_pool(candidates_: Iterable[Finding], bugs: list[str]) -> list[Finding]:
+    """The findings a set search may use: those in play, and those whose only missing ``needs`` are fixes of
+    findings in play (a finding that is a hole in another finding's fix, F-TRANSFER-NEGATIVE-BATCH in #9690's: the
+    set that holds both fixes brings that rule in; ``admissible`` keeps such a finding out of a set without it)."""
+    listed = list(candidates_)
+    playing = [f for f in listed if in_play(f, bugs)]
+    fixes = {f.fix for f in playing}
+    later = [f for f in listed if f not in playing and f.fix not in bugs
+             and not any(r in bugs for r in f.removed_by)
+             and all(n in bugs or n in fixes for n in f.needs)]
+    return playing + later
+
+
+def admissible(ids: Iterable[str], bugs: list[str]) -> bool:
+    """A set of findings whose ``needs`` its own fixes (or the run's switches) supply."""
+    chosen = [FINDINGS[i] for i in ids]
+    have = {*bugs, *(f.fix for f in chosen)}
+    return all(n in have for f in chosen for n in f.needs)
+
+
 class _Tries:
     """``clears(set of findings)``: one memoised re-run each, at most ``budget`` of them."""
 
@@ -223,6 +260,8 @@ class _Tries:
 
     def clears(self, ids: Iterable[str]) -> bool:
         key = frozenset(ids)
+        if key not in self.seen and not admissible(key, list(self.header.get("bugs", []))):
+            self.seen[key] = False  # a finding without the fix its mechanism needs: no re-run
         if key not in self.seen:
             if self.spent():
                 return False
@@ -275,7 +314,7 @@ def fix_set(header: dict[str, Any], violation: Mapping[str, Any], rerun: Rerun, 
     ``singles_tried`` (``classify`` has run) no single finding removes it, so a set has two or more.
     """
     bugs = list(header.get("bugs", []))
-    chosen = [f for f in (candidates(violation["invariant"]) if pool is None else pool) if in_play(f, bugs)]
+    chosen = set_pool(candidates(violation["invariant"]) if pool is None else pool, bugs)
     fixes = {f.id: f.fix for f in chosen}
     ids = sorted(fixes)
     tries = _Tries(header, violation, rerun, fixes, budget)

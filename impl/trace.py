@@ -61,6 +61,7 @@ class TraceHeader(TypedDict):
     conform: NotRequired[bool]  # validated against the model as it ran (rmqha.models.campaign); absent: not
     kit: NotRequired[str]  # the kit's version that recorded it (impl/sim/provenance.py); absent: recorded before it
     core: NotRequired[str]  # the fingerprint of the core that recorded it; absent: recorded before provenance
+    rocketmq: NotRequired[str]  # the RocketMQ release whose rules the run follows (impl/bugs.py); absent: 5.3.3
 
 
 class Footer(TypedDict):

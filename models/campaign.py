@@ -22,7 +22,7 @@ from rmqha.impl.invariants import Checker, Coverage, Settle
 from rmqha.impl.observations import Observation
 from rmqha.impl.sim.actions import Action
 from rmqha.impl.sim.config import Config
-from rmqha.impl.sim.runner import RunResult, header_args, header_for, simulation
+from rmqha.impl.sim.runner import RunResult, header_args, header_for, release_of, simulation
 from rmqha.impl.sim.world import Recorder, Simulation, StepChecker
 from rmqha.impl.trace import TraceRecorder
 
@@ -102,16 +102,19 @@ def checked_simulation(header: dict[str, Any], *, recorder: Recorder | None = No
 
 def run(cfg: Config, seed: int, steps: int, *, bugs: list[str] | tuple[str, ...] = (),
         schedule: list[Action] | None = None, max_time: int | None = None, profile: str | None = None,
-        record: bool = True, keep: bool = True, disabled: Collection[str] = (), conform: bool = True) -> RunResult:
+        record: bool = True, keep: bool = True, disabled: Collection[str] = (), conform: bool = True,
+        rocketmq: str = B.DEFAULT_RELEASE) -> RunResult:
     """``impl.sim.runner.run``, validated against the model when ``conform`` and the run is in its scope."""
     on = conform and scope(cfg, bugs, schedule) is None
-    header = header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile, disabled, conform=on)
+    header = header_for(cfg, seed, steps, list(bugs), schedule, max_time, profile, disabled, conform=on,
+                        rocketmq=rocketmq)
     return run_header(header, keep=keep, record=record)
 
 
 def run_header(header: dict[str, Any], keep: bool = True, record: bool = True) -> RunResult:
     """Re-run exactly what a trace header describes: ``impl.sim.runner.run_header``, and the model's validation
     when the header says ``"conform": true``."""
+    release_of(header)
     recorder = TraceRecorder(header, keep) if record else None
     sim = checked_simulation(header, recorder=recorder)
     violation = sim.run()

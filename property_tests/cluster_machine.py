@@ -327,7 +327,7 @@ class ClusterMachine(RuleBasedStateMachine):
         """Trace validation of this example: its explicit schedule re-run step by step against the model."""
         s = self.suite
         report = validate(header(s.config, self.seed, MAX_STEPS, list(s.bugs), self.schedule, self._ran_before(),
-                                 s.disabled))
+                                 s.disabled, s.release))
         tally.examples += 1
         tally.sim_seconds += self.sim_seconds
         tally.validate_seconds += report.seconds
@@ -364,7 +364,7 @@ class ClusterMachine(RuleBasedStateMachine):
         self.reported = True
         s = self.suite
         written = write_failure(s.name, header(s.config, self.seed, MAX_STEPS, list(s.bugs), self.schedule,
-                                               self._ran_before(), s.disabled), v)
+                                               self._ran_before(), s.disabled, s.release), v)
         type(self).last_failure = Failure(v.invariant, self.rules_run, self._rule_actions(), self.t, str(written.path))
         if currently_in_test_context():
             note(f"trace of this example: {written.path}")

@@ -12,6 +12,10 @@
 * ``power-loss``: the safe suite plus crashes that drop the unflushed tail, which the catalogue documents as
   an exception to the SYNC-* invariants (slaves ack page-cache bytes).
 * ``stock``: RocketMQ 5.3.3 as it is (no fix): whatever it finds must be a documented finding.
+
+Every suite runs the rules of one RocketMQ release (``RELEASE``: ``--rocketmq V`` or ``$RMQHA_ROCKETMQ``, default
+5.3.3): that release's switches (``impl/bugs.py``, ``release_switches``) are added to the suite's, and the traces a
+failure writes record the release in their header.
 * ``fresh``: the safe suite on a cluster that has written nothing yet. Every other suite *primes* the log with
   one message at boot. On empty logs a failover hits QUIRK-EPOCH-EQ: this suite found the divergence that is now
   the documented finding F-EPOCH-EQ-SPLICE (a new master whose log end equals its last epoch's start cannot record
@@ -22,6 +26,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -29,6 +34,12 @@ from typing import Any
 from rmqha.impl import bugs as B
 from rmqha.impl.invariants import BY_ID
 from rmqha.impl.sim.config import Config, config_from_dict, default_config
+
+RELEASE = os.environ.get("RMQHA_ROCKETMQ", B.DEFAULT_RELEASE)
+"""The RocketMQ release whose rules every suite runs (``pytest property_tests --rocketmq V``, or ``$RMQHA_ROCKETMQ``;
+default 5.3.3): its release profile's switches are added to each suite's (``bugs.release_switches``)."""
+if RELEASE not in B.RELEASES:
+    raise ValueError(f"RMQHA_ROCKETMQ: unknown RocketMQ release {RELEASE!r} (known: {', '.join(B.RELEASES)})")
 
 # The rules decide the workload: the producer's own background sending is off; the consumer keeps pulling.
 WORKLOAD = {"produce_interval": 0, "consume_interval": 1000}
@@ -51,6 +62,10 @@ class Suite:
     prime: bool = True  # one message is written at boot, before any rule runs (see FRESH)
     focus: tuple[str, ...] = ()  # the only rules this suite runs (besides ``advance``); empty: every rule
     progress: bool = False  # settle at teardown and check the progress invariants (``[sim] progress``)
+    release: str = RELEASE  # the RocketMQ release (its switches are in ``bugs``: ``__post_init__``)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "bugs", tuple(sorted({*self.bugs, *B.release_switches(self.release)})))
 
     @cached_property
     def config(self) -> Config:

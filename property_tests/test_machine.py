@@ -70,7 +70,7 @@ def test_a_driven_run_is_the_run_of_its_schedule():
     assert {a["do"] for a in m.schedule} >= {"produce", "partition", "heal", "slow-commit", "net", "break-ha",
                                              "pause", "resume", "slow-dispatch", "crash", "restart", "admin-elect"}
     again = run_header(header(SAFE.config, m.seed, MAX_STEPS, list(SAFE.bugs), m.schedule, m._ran_before(),
-                              SAFE.disabled), keep=False)
+                              SAFE.disabled, SAFE.release), keep=False)
     assert again.violation is None
     assert (again.steps, again.sim_time) == (m.sim.step, m.sim.now)
     assert m.checker is not None and m.checker.counts()["election"] >= 2

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rmqha.impl.bugs import DEFAULT_RELEASE
 from rmqha.impl.sim.runner import header_for, run_header
 from rmqha.impl.sim.tracefile import write_text
 from rmqha.impl.sim.world import Violation
@@ -54,7 +55,7 @@ def write_failure(suite: str, header: dict[str, Any], seen: Violation) -> Writte
 
 
 def header(machine_cfg: Any, seed: int, max_steps: int, bugs: list[str], schedule: list[dict[str, Any]],
-           ran_before: int, disabled: tuple[str, ...]) -> dict[str, Any]:
+           ran_before: int, disabled: tuple[str, ...], rocketmq: str = DEFAULT_RELEASE) -> dict[str, Any]:
     """The trace header of a run driven up to (not including) time ``ran_before``."""
     return header_for(machine_cfg, seed, max_steps, bugs, [dict(a) for a in schedule], max_time=ran_before - 1,
-                      profile=None, disabled=list(disabled))
+                      profile=None, disabled=list(disabled), rocketmq=rocketmq)

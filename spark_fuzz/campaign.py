@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rmqha.impl import bugs as B
 from rmqha.impl.rng import DetRng
 
 from .coverage import CampaignCoverage
@@ -75,6 +76,7 @@ class CampaignOptions:
     shrink: bool = True
     conform: bool = True  # validate each run the model covers against it (MODEL-CONFORM); --no-conform: off
     crash_once: str | None = None  # test hook: kill one Python worker once (Spark retries the task)
+    rocketmq: str = B.DEFAULT_RELEASE  # the release whose rules the runs follow (its switches are in ``bugs``)
 
     @property
     def arms(self) -> list[str]:
@@ -86,7 +88,8 @@ class CampaignOptions:
         return {"config": self.config, "profile": self.profile, "bugs": sorted(self.bugs),
                 "disabled": sorted(self.disabled), "arms": self.arms, "seedStart": self.seed_start,
                 "settings": self.settings.to_dict(), "triage": self.triage,
-                **({} if self.conform else {"conform": False})}
+                **({} if self.conform else {"conform": False}),
+                **({} if self.rocketmq == B.DEFAULT_RELEASE else {"rocketmq": self.rocketmq})}
 
 
 @dataclass
@@ -159,7 +162,8 @@ class Campaign:
         self._ctx = {"config": opts.config, "settings": opts.settings.to_dict(), "steps": opts.settings.steps,
                      "bugs": sorted(opts.bugs), "profile": opts.profile, "disabled": sorted(opts.disabled),
                      "triage": opts.triage, "shrinkBudget": opts.settings.shrink_budget,
-                     "crashOnce": opts.crash_once, "guided": "guided" in opts.arms, "conform": opts.conform}
+                     "crashOnce": opts.crash_once, "guided": "guided" in opts.arms, "conform": opts.conform,
+                     "rocketmq": opts.rocketmq}
 
     # ------------------------------------------------------------------------------------------- state
 

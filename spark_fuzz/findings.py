@@ -42,7 +42,7 @@ from rmqha.impl.invariants import BY_ID
 from rmqha.impl.invariants.settle import total
 from rmqha.impl.sim.actions import Action, as_actions
 from rmqha.impl.sim.config import Config, config_from_dict
-from rmqha.impl.sim.runner import header_for
+from rmqha.impl.sim.runner import header_for, release_of
 from rmqha.impl.sim.settle import timeouts
 from rmqha.impl.sim.shrink import ddmin
 from rmqha.impl.trace import ViolationRecord, parse
@@ -241,7 +241,8 @@ def shrink_violation(header: dict[str, Any], violation: Mapping[str, Any], budge
             if _no_later(fails(quiet, seed, steps, bugs, inv, max_time, disabled, conform),
                          int(violation["step"]))(small):
                 cfg = quiet
-        final = header_for(cfg, seed, steps, bugs, small, max_time, header.get("profile"), disabled, conform=conform)
+        final = header_for(cfg, seed, steps, bugs, small, max_time, header.get("profile"), disabled, conform=conform,
+                           rocketmq=release_of(header))
     runs = check.runs
     first = run_header(final)
     again = run_header(final)

@@ -48,7 +48,7 @@ def header_of(ctx: dict[str, Any], inp: dict[str, Any]) -> tuple[dict[str, Any],
         family = mix.family
     conform = ctx.get("conform", True) and scope(cfg, ctx["bugs"], inp.get("schedule")) is None
     header = header_for(cfg, inp["seed"], ctx["steps"], ctx["bugs"], inp.get("schedule"), None, ctx["profile"],
-                        ctx["disabled"], conform=conform)
+                        ctx["disabled"], conform=conform, rocketmq=ctx.get("rocketmq", B.DEFAULT_RELEASE))
     return header, family, cfg.cluster.brokers
 
 

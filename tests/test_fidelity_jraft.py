@@ -115,13 +115,19 @@ def test_check_not_active_reports_expired_brokers_and_the_negated_predicate_quir
 
 
 def test_the_scan_waits_for_the_first_heartbeat_and_runs_through_the_log():
-    """RaftBrokerHeartBeatManager.scanNotActiveBroker: on the leader only, first after 2 s, skipped until
-    jRaftScanWaitTimeoutMs after the first heartbeat this node received; the check is a logged entry."""
-    sim, _ = _sim([], 12_000, controllers=1)
+    """RaftBrokerHeartBeatManager.scanNotActiveBroker of 5.3.4+ (PR #9718, upstream switch jraft-scan-after-wait):
+    on the leader only, first after 2 s, skipped until jRaftScanWaitTimeoutMs after the first heartbeat this node
+    received; the check is a logged entry. With 5.3.3's inverted test (the switch off) the scans at 2 s, 7 s and
+    12 s all come more than a second after the first heartbeat, and none is logged."""
+    sim, _ = _sim([], 12_000, controllers=1, bugs=frozenset([*B.FIXES_ALL, B.JRAFT_SCAN_AFTER_WAIT]))
     node = sim.controller_node()
     assert node is not None
     checks = [e for e in node.disk.entries if isinstance(e.event, RequestEntry) and e.event.op == "checkNotActive"]
-    assert checks and all(e.event.stamp >= node.first_heartbeat + 1000 for e in checks)  # type: ignore[union-attr]
+    assert len(checks) == 3 and all(e.event.stamp >= node.first_heartbeat + 1000 for e in checks)  # type: ignore[union-attr]
+    old, _ = _sim([], 12_000, controllers=1)
+    node = old.controller_node()
+    assert node is not None and 0 <= node.first_heartbeat < 1000
+    assert not [e for e in node.disk.entries if isinstance(e.event, RequestEntry) and e.event.op == "checkNotActive"]
 
 
 def test_a_master_crash_elects_from_the_replicated_live_table():

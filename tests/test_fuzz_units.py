@@ -19,6 +19,7 @@ from rmqha.impl.findings import (
     explanation_ids,
     fix_set,
     is_documented,
+    set_pool,
     triage,
 )
 from rmqha.impl.findings import in_play as in_play_fix
@@ -270,7 +271,8 @@ def test_a_violation_two_findings_clear_only_together_is_explained_by_both(heade
     t = triage(header, v, _rerun)
     assert t.explained_by == expect and is_documented(t.explained_by)
     singles = len([f for f in candidates(invariant) if in_play_fix(f, header["bugs"])])
-    # one re-run per candidate in play, then the set of all of them and the ddmin steps, within the budget
+    # one re-run per candidate in play, then the set of all of them (and of those a set's fixes bring into play:
+    # F-TRANSFER-NEGATIVE-BATCH with #9690's fix) and the ddmin steps, within the budget
     assert singles + 1 <= t.reruns <= singles + SET_RERUNS
     assert explain(header, v) == expect
     assert bucket(invariant, expect) == f"{invariant}|{expect}"
@@ -302,7 +304,9 @@ def test_a_planted_bug_no_set_of_fixes_clears_stays_unexplained():
     v = violation_of(h)
     assert v is not None and v["invariant"] == B.BUGS[name].invariant
     in_play = [f for f in candidates(v["invariant"]) if in_play_fix(f, h["bugs"])]
-    assert len(in_play) == 2
+    assert [f.id for f in in_play] == ["F-TRANSFER-EPOCH-STALE"]  # F-TRANSFER-NEGATIVE-BATCH needs #9690's rule
+    pool = set_pool(candidates(v["invariant"]), h["bugs"])
+    assert [f.id for f in pool] == ["F-TRANSFER-EPOCH-STALE", "F-TRANSFER-NEGATIVE-BATCH"]  # ... which a set brings
     assert triage(h, v, _rerun) == Triage(None, len(in_play) + 1)  # the set of both was tried
     assert explain(h, v) is None
 

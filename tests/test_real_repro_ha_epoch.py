@@ -1,5 +1,5 @@
 """The HA epoch family's reproductions (``rmqha/real/repros/ha_epoch.py``): their helpers on planted proxy events,
-and (``-m slow``) the real runs: F-TRANSFER-EPOCH-STALE reproduces on 5.3.3 and not on 5.4.0 (PR #9690),
+and (``-m slow``) the real runs: F-TRANSFER-EPOCH-STALE reproduces on 5.3.3 and not on 5.4.0 (PR #9690, first in 5.3.4),
 F-TRANSFER-NEGATIVE-BATCH reproduces on 5.4.0 and 5.5.0 and not on 5.3.3, F-EPOCH-EQ-SPLICE reproduces on all three."""
 
 from __future__ import annotations

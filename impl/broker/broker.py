@@ -234,14 +234,16 @@ class BrokerNode(Actor):
         topics = self.topics
         assert topics is not None
         delete_all = B.FIX_SYNC_DELETES_ONLY_MISSING not in self.bugs
+        takes = B.SYNC_TAKES_MASTER_VERSION in self.bugs  # 5.5.0+ (PR #9778): the master's version, set at the end
         if not self.other_topics or not delete_all:
-            topics.sync_from_master(wire, self.replicas.master_epoch, self.now, delete_all=delete_all)
+            topics.sync_from_master(wire, self.replicas.master_epoch, self.now, delete_all=delete_all,
+                                    takes_version=takes)
             self.persist_topics("sync")
             return
         entries = self.other_topics + (1 if topics.topic is not None else 0)
         position = self.other_topics // 2 if topics.topic is not None else 0
         deleted, put, on_disk = sync_loop_ms(entries, position, self.topic_persist_us)
-        topics.begin_sync(wire)
+        topics.begin_sync(wire, takes)
         if topics.topic is not None:
             yield Sleep(deleted)
             topics.delete_topic(self.replicas.master_epoch, self.now)
@@ -249,7 +251,8 @@ class BrokerNode(Actor):
         else:
             deleted = 0
         yield Sleep(put - deleted)
-        topics.put_from(wire, self.replicas.master_epoch, self.now)  # in memory; topics.json follows
+        topics.put_from(wire, self.replicas.master_epoch, self.now, takes)  # in memory; topics.json follows
+        topics.end_sync(wire, takes)
         yield Sleep(on_disk - put)
         self.persist_topics("sync")
 

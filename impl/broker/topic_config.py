@@ -22,6 +22,9 @@ Rules (RocketMQ 5.3.3):
   table, so the workload's topic is missing, in memory and in topics.json, from its turn in the iteration until
   the put phase (finding F-SYNC-DELETES-EVERY-TOPIC; its fix ``fix-sync-deletes-only-missing`` deletes only what
   the master no longer has, as PR #9996 does). Without other topics the loop is one step.
+* 5.5.0 (apache/rocketmq PR #9778): the delete inside the if (the fix's rule, which the 5.5.0+ profiles have) and,
+  upstream switch ``sync-takes-master-version``, no ``assignNewOne`` first, ``putTopicConfig`` without a bump and
+  ``setDataVersion`` of the master's version at the end: the two versions are then equal, and the next sync skips.
 * ``AbstractSendMessageProcessor.msgCheck``: a send to queue id >= max(write, read) fails (SYSTEM_ERROR,
   "request queueId[%d] is illegal"); ``PullMessageProcessor``: a pull of queue id >= read fails likewise.
 
@@ -102,19 +105,28 @@ class TopicConfigManager:
         return DataVersion.from_wire(wire["version"]) != self.version
 
     def sync_from_master(self, wire: dict[str, Any], state_version: int, now: int, *,
-                         delete_all: bool = True) -> bool:
+                         delete_all: bool = True, takes_version: bool = False) -> bool:
         """``syncTopicConfig`` on the master's answer, in one step; True when the table was rewritten (and
-        persisted). ``delete_all`` False: the fix (delete only what the master no longer has)."""
+        persisted). ``delete_all`` False: the fix (delete only what the master no longer has). ``takes_version``:
+        5.5.0's version handling (``begin_sync``, ``put_from``, ``end_sync``)."""
         if not self.differs(wire):
             return False
-        self.begin_sync(wire)
+        self.begin_sync(wire, takes_version)
         if delete_all or not wire.get("topic"):
             self.delete_topic(state_version, now)
-        self.put_from(wire, state_version, now)
+        self.put_from(wire, state_version, now, takes_version)
+        self.end_sync(wire, takes_version)
         return True
 
-    def begin_sync(self, wire: dict[str, Any]) -> None:
-        self.version.assign_new_one(DataVersion.from_wire(wire["version"]))
+    def begin_sync(self, wire: dict[str, Any], takes_version: bool = False) -> None:
+        """5.3.3: ``assignNewOne`` of the master's version before the loops; 5.5.0 (PR #9778): nothing."""
+        if not takes_version:
+            self.version.assign_new_one(DataVersion.from_wire(wire["version"]))
+
+    def end_sync(self, wire: dict[str, Any], takes_version: bool = False) -> None:
+        """5.5.0 (PR #9778): ``setDataVersion`` of the master's version after the loops (5.3.3: nothing)."""
+        if takes_version:
+            self.version.assign_new_one(DataVersion.from_wire(wire["version"]))
 
     def delete_topic(self, state_version: int, now: int) -> None:
         """``deleteTopicConfig`` of the workload's topic: remove, updateDataVersion (the caller persists)."""
@@ -122,11 +134,14 @@ class TopicConfigManager:
             self.topic = None
             self.version.next_version(state_version, now)
 
-    def put_from(self, wire: dict[str, Any], state_version: int, now: int) -> None:
-        """``updateSingleTopicConfigWithoutPersist`` (bumps the version); the caller persists after the loop."""
+    def put_from(self, wire: dict[str, Any], state_version: int, now: int, takes_version: bool = False) -> None:
+        """``updateSingleTopicConfigWithoutPersist`` (bumps the version; 5.3.4's ``putTopicConfig`` and one
+        ``updateDataVersion`` after the loop bump it as often, for the kit's one topic); the caller persists after
+        the loop. 5.5.0 (``takes_version``): ``putTopicConfig`` only, no bump."""
         if wire.get("topic"):
             self.topic = TopicConfig(**wire["topic"])
-            self.version.next_version(state_version, now)
+            if not takes_version:
+                self.version.next_version(state_version, now)
 
     def cover_queues(self, queue_ids: list[int], state_version: int, now: int) -> bool:
         """The fix: widen the topic so every queue id in ``queue_ids`` is readable and writable."""

@@ -8,8 +8,9 @@ Rules:
   preferred (admin-designated) broker wins if it is a candidate, otherwise the tier yields null. Else sort
   the candidates' live infos by epoch desc, maxOffset desc, electionPriority asc and take the first.
 * The comparator narrows the maxOffset difference to a Java ``int`` (QUIRK: a gap of 2^31 bytes or more can
-  flip the order). Candidates that compare equal collapse to the first inserted, and insertion follows
-  ``HashSet<Long>`` order, i.e. ascending id for small ids: ties go to the smallest id.
+  flip the order; 5.5.1, PR #10579, upstream switch elect-compares-long-offsets: ``Long.compare``). Candidates
+  that compare equal collapse to the first inserted, and insertion follows ``HashSet<Long>`` order, i.e.
+  ascending id for small ids: ties go to the smallest id.
 * Without a live-info getter: the first candidate in that order.
 
 The invariant this policy keeps is CTL-CLEAN-ELECTION (``impl/invariants/``).
@@ -43,8 +44,15 @@ class BrokerLiveInfo:
 LiveInfoGetter = Callable[[str, str, int], "BrokerLiveInfo | None"]
 
 
-def compare_live_info(o1: BrokerLiveInfo, o2: BrokerLiveInfo) -> int:
-    """The policy's comparator, with Java's int arithmetic."""
+def compare_live_info(o1: BrokerLiveInfo, o2: BrokerLiveInfo, long_offsets: bool = False) -> int:
+    """The policy's comparator, with Java's int arithmetic. ``long_offsets``: 5.5.1's (PR #10579), which compares
+    each key with ``Integer.compare`` / ``Long.compare`` (the sign only, no narrowing)."""
+    if long_offsets:
+        for a, b in ((o2.epoch, o1.epoch), (o2.max_offset, o1.max_offset),
+                     (o1.election_priority, o2.election_priority)):
+            if a != b:
+                return -1 if a < b else 1
+        return 0
     if o1.epoch == o2.epoch:
         if o1.max_offset == o2.max_offset:
             return to_int32(o1.election_priority - o2.election_priority)
@@ -63,6 +71,7 @@ class ElectPolicy:
     def __init__(self, valid: AlivePredicate | None = None, live_info: LiveInfoGetter | None = None) -> None:
         self.valid = valid
         self.live_info = live_info
+        self.long_offsets = False  # the comparator of 5.5.1+ (ReplicasInfoManager.elect_master sets it)
 
     def elect(self, cluster: str, broker_name: str, sss: set[int] | None, all_replicas: set[int] | None,
               old_master: int | None, prefer: int | None) -> int | None:
@@ -92,15 +101,15 @@ class ElectPolicy:
                 info = self.live_info(cluster, broker_name, b)
                 if info is None:
                     raise ElectionFailed(f"no live info for broker {b} of {broker_name}")
-                _tree_insert(ordered, info)
+                _tree_insert(ordered, info, self.long_offsets)
             return ordered[0].broker_id
         return candidates[0]
 
 
-def _tree_insert(ordered: list[BrokerLiveInfo], info: BrokerLiveInfo) -> None:
+def _tree_insert(ordered: list[BrokerLiveInfo], info: BrokerLiveInfo, long_offsets: bool = False) -> None:
     """Insert like ``TreeSet.add``: an element comparing equal to a present one is dropped."""
     for i, other in enumerate(ordered):
-        c = compare_live_info(info, other)
+        c = compare_live_info(info, other, long_offsets)
         if c == 0:
             return
         if c < 0:

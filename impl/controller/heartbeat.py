@@ -8,7 +8,8 @@ Rules:
   ``getBrokerLiveInfo``) throws: ``BrokerIdentityInfo.equals`` calls ``brokerId.equals`` on the lookup key's null
   id when the map compares it with the entry of the same hash (``NullBrokerIdError``, Java's NullPointerException).
   ``ControllerRequestProcessor.handleBrokerHeartbeat`` refuses a null brokerId before it gets here, so only a direct
-  caller reaches that key.
+  caller reaches that key. From 5.5.1 (PR #10886, upstream switch identity-equals-null-safe) equals compares with
+  ``Objects.equals`` and the lookup finds the entry.
 * A new entry stores everything but confirmOffset (QUIRK: the constructor drops it; it stays 0), and the
   channel the heartbeat came on.
 * An existing entry always refreshes timestamp, timeout and priority; (epoch, maxOffset, confirmOffset)
@@ -43,11 +44,12 @@ class NullBrokerIdError(Exception):
     """Java's NullPointerException from ``BrokerIdentityInfo.equals`` (``brokerId.equals(...)`` on a null id)."""
 
 
-def lookup(table: Mapping[Identity, V], key: Identity) -> V | None:
+def lookup(table: Mapping[Identity, V], key: Identity, null_safe: bool = False) -> V | None:
     """``Map.get(new BrokerIdentityInfo(...))``: a key with a null id throws once an entry of the same hash (the
-    same cluster, name and null id) is there to compare with."""
+    same cluster, name and null id) is there to compare with. ``null_safe`` (upstream switch
+    identity-equals-null-safe, 5.5.1+, PR #10886: ``Objects.equals`` on each field): the entry is found."""
     entry = table.get(key)
-    if entry is not None and key[2] is None:
+    if entry is not None and key[2] is None and not null_safe:
         raise NullBrokerIdError(f"BrokerIdentityInfo.equals on a null brokerId: {key}")
     return entry
 
@@ -55,8 +57,9 @@ def lookup(table: Mapping[Identity, V], key: Identity) -> V | None:
 class BrokerHeartbeatManager:
     """The live table; time is passed in, nothing here reads a clock."""
 
-    def __init__(self) -> None:
+    def __init__(self, null_safe: bool = False) -> None:
         self.table: dict[Identity, tuple[BrokerLiveInfo, object]] = {}  # identity -> (info, channel)
+        self.null_safe = null_safe  # BrokerIdentityInfo.equals of 5.5.1+ (``lookup``)
 
     def on_broker_heartbeat(self, now: int, cluster: str, broker_name: str, broker_addr: str,
                             broker_id: int | None, timeout: int | None, channel: object, epoch: int | None,
@@ -69,7 +72,7 @@ class BrokerHeartbeatManager:
         real_confirm = -1 if confirm_offset is None else confirm_offset
         real_timeout = DEFAULT_BROKER_CHANNEL_EXPIRED_TIME if timeout is None else timeout
         real_priority = INT_MAX if election_priority is None else election_priority
-        prev = lookup(self.table, key)
+        prev = lookup(self.table, key, self.null_safe)
         if prev is None:
             info = BrokerLiveInfo(broker_name, broker_addr, bid, now, real_timeout, real_epoch, real_max, 0,
                                   real_priority)
@@ -83,14 +86,14 @@ class BrokerHeartbeatManager:
         self.table[key] = (info, kept)
 
     def is_broker_active(self, now: int, cluster: str, broker_name: str, broker_id: int | None) -> bool:
-        entry = lookup(self.table, (cluster, broker_name, broker_id))
+        entry = lookup(self.table, (cluster, broker_name, broker_id), self.null_safe)
         if entry is None:
             return False
         info = entry[0]
         return info.last_update_timestamp + info.heartbeat_timeout_millis >= now
 
     def get_broker_live_info(self, cluster: str, broker_name: str, broker_id: int | None) -> BrokerLiveInfo | None:
-        entry = lookup(self.table, (cluster, broker_name, broker_id))
+        entry = lookup(self.table, (cluster, broker_name, broker_id), self.null_safe)
         return entry[0] if entry else None
 
     def scan_not_active_broker(self, now: int) -> list[Identity]:

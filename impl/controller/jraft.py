@@ -23,10 +23,12 @@ results. Rules (``JRaftController``, ``JRaftControllerStateMachine``,
   closing either the old or the new one logs a ``BROKER_CLOSE_CHANNEL_REQUEST`` that removes the live entry
   (unlike ``DefaultBrokerHeartbeatManager``, whose entry keeps its first channel only).
 * **The scan** (``RaftBrokerHeartBeatManager.scanNotActiveBroker``, every ``scanNotActiveBrokerInterval`` on the
-  leader, first after 2 s, skipped until ``jRaftScanWaitTimeoutMs`` after the first heartbeat the node received)
+  leader, first after 2 s, skipped until ``jRaftScanWaitTimeoutMs`` after the first heartbeat the node received, 5.3.4+)
   is an entry stamped with ``checkTimeMillis``: at apply, expired entries leave the table, and the sets that
   ``scanNeedReelectBrokerSets`` picks with the *negated* predicate (QUIRK: sets whose master is alive and which
-  have an inactive member) are added as ``(null, name, null)`` unless a member of that set already expired.
+  have an inactive member) are added as ``(null, name, null)`` unless a member of that set already expired. From
+  5.5.1 (PR #10885, upstream switch jraft-reelect-checks-active) the predicate itself: sets whose master is dead.
+  The scan's gate is 5.3.4's (PR #9718, upstream switch jraft-scan-after-wait); 5.3.3's test is inverted.
 
 Simplifications (docs/fidelity.md, part 1): ``invokeTime`` is the request's arrival at the controller (RocketMQ
 stamps it where the header is built, the broker's clock for broker requests, earlier by the one-way delay); the
@@ -58,15 +60,18 @@ LIVENESS_OPS = frozenset({"heartbeat", "closeChannel"})  # entries that only fee
 class RaftLiveTable:
     """``RaftReplicasInfoManager.brokerLiveTable``: replicated, changed only by applied entries."""
 
-    def __init__(self) -> None:
+    def __init__(self, null_safe: bool = False, reelect_checks_active: bool = False) -> None:
         self.table: dict[Identity, BrokerLiveInfo] = {}
+        self.null_safe = null_safe  # BrokerIdentityInfo.equals of 5.5.1+ (``lookup``)
+        # checkNotActiveBroker of 5.5.1+ (PR #10885): scanNeedReelectBrokerSets gets the predicate, not its negation
+        self.reelect_checks_active = reelect_checks_active
 
     def is_active(self, cluster: str, name: str, broker_id: int | None, at: int) -> bool:
-        info = lookup(self.table, (cluster, name, broker_id))
+        info = lookup(self.table, (cluster, name, broker_id), self.null_safe)
         return info is not None and info.last_update_timestamp + info.heartbeat_timeout_millis >= at
 
     def live_info(self, cluster: str, name: str, broker_id: int | None) -> BrokerLiveInfo | None:
-        return lookup(self.table, (cluster, name, broker_id))
+        return lookup(self.table, (cluster, name, broker_id), self.null_safe)
 
     def on_heartbeat(self, a: dict[str, Any], stamp: int) -> None:
         # the key keeps the id as the request names it, null included; the live info holds realBrokerId (-1 for null)
@@ -77,7 +82,7 @@ class RaftLiveTable:
                              -1 if a.get("maxOffset") is None else a["maxOffset"],
                              -1 if a.get("confirmOffset") is None else a["confirmOffset"],
                              INT_MAX if a.get("electionPriority") is None else a["electionPriority"])
-        prev = lookup(self.table, key)  # computeIfAbsent compares keys as get does
+        prev = lookup(self.table, key, self.null_safe)  # computeIfAbsent compares keys as get does
         if prev is None:
             self.table[key] = new
             return
@@ -115,7 +120,10 @@ class RaftLiveTable:
         for k in expired:
             del self.table[k]
         reported = {k[1] for k in expired}
-        sets = rim.scan_need_reelect_broker_sets(lambda c, n, i: not self.is_active(c, n, i, check_time))
+        if self.reelect_checks_active:  # 5.5.1+: the sets whose master is dead and which have a live member
+            sets = rim.scan_need_reelect_broker_sets(lambda c, n, i: self.is_active(c, n, i, check_time))
+        else:
+            sets = rim.scan_need_reelect_broker_sets(lambda c, n, i: not self.is_active(c, n, i, check_time))
         return [list(k) for k in expired] + [[None, name, None] for name in sets if name not in reported]
 
 

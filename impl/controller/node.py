@@ -78,7 +78,8 @@ class ControllerNode(Actor):
         self.address = address or f"{name}:9878"
         self.disk = disk
         self.rim = ReplicasInfoManager(cfg.enable_elect_unclean_master, bugs)
-        self.heartbeats = BrokerHeartbeatManager()
+        null_safe = B.IDENTITY_EQUALS_NULL_SAFE in bugs  # BrokerIdentityInfo.equals, 5.5.1+ (PR #10886)
+        self.heartbeats = BrokerHeartbeatManager(null_safe)
         self.leader = False
         self.applied = 0  # number of log entries applied
         self.extra_commit_latency = 0
@@ -94,7 +95,8 @@ class ControllerNode(Actor):
             self.scheduler.stop()
         # [controller] controllerType = jRaft (impl/controller/jraft.py): requests are the entries, validated at apply
         self.jraft = cfg.controller_type == "jRaft"
-        self.live = RaftLiveTable()  # jRaft: the replicated live table (the DLedger flavour uses ``heartbeats``)
+        # jRaft: the replicated live table (the DLedger flavour uses ``heartbeats``)
+        self.live = RaftLiveTable(null_safe, B.JRAFT_REELECT_CHECKS_ACTIVE in bugs)
         self.first_heartbeat = -1  # jRaft: RaftBrokerHeartBeatManager.firstReceivedHeartbeatTime
         self.channels: dict[str, Identity] = {}  # jRaft: brokerChannelIdentityInfoMap (channel -> identity)
         self._channel: str | None = None  # the connection the message being handled came on (``on_message``)
@@ -648,7 +650,11 @@ class ControllerNode(Actor):
         """``RaftBrokerHeartBeatManager.scanNotActiveBroker``: a CHECK_NOT_ACTIVE_BROKER_REQUEST entry."""
         if not self.leader:
             return
-        if self.first_heartbeat < 0 or self.first_heartbeat + self.cfg.jraft_scan_wait_timeout_ms > self.now:
+        wait_over = self.first_heartbeat + self.cfg.jraft_scan_wait_timeout_ms
+        if B.JRAFT_SCAN_AFTER_WAIT in self.bugs:  # 5.3.4+ (PR #9718): skip until the wait after the first heartbeat
+            if self.first_heartbeat < 0 or wait_over > self.now:
+                return
+        elif wait_over < self.now:  # 5.3.3: the test inverted, so only the first wait after the first heartbeat scans
             return
         result: ControllerResult | None = yield Await(self._jraft_propose("checkNotActive", {}), WAIT_TIMEOUT_OUT)
         if result is None or result.code != ResponseCode.SUCCESS:

@@ -337,6 +337,7 @@ class ReplicasInfoManager:
             new_master = broker_id  # QUIRK: first time takes the requester unchecked
         if new_master is None or new_master == -1:
             assigned = broker_id if designate_elect else None
+            policy.long_offsets = B.ELECT_COMPARES_LONG_OFFSETS in self.bugs  # DefaultElectPolicy of 5.5.1+ (#10579)
             new_master = policy.elect(replicas.cluster_name, replicas.broker_name, sss, all_replicas, old_master,
                                       assigned)
         if new_master is not None and new_master == old_master:

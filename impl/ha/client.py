@@ -10,7 +10,9 @@ Rules (one loop, states READY -> HANDSHAKE -> TRANSFER):
   The master's handshake runs ``doTruncate``: an empty epoch cache truncates nothing and reports 0;
   otherwise both caches are rebuilt with their last end set to each side's max offset, the consistent
   point p is found (-1 fails the handshake), the log is truncated to p (fails unless p starts a message),
-  epoch entries from p are dropped, and p becomes ``currentReportedOffset``.
+  epoch entries from p are dropped (5.4.0+, PR #9942, upstream switch truncate-keeps-epoch-entries: only when the
+  log still ends past p once truncated, and a truncation leaves it at p: the entries stay), and p becomes
+  ``currentReportedOffset``.
 * TRANSFER: a frame's offset must equal the slave's max offset unless the slave is empty (strict
   contiguity); a new epoch in the header is appended to the epoch cache (failure ignored; a heartbeat, with
   no body, counts too: with QUIRK-EPOCH-EQ this is how F-EPOCH-EQ-SPLICE starts). "New" is against
@@ -272,7 +274,10 @@ class AutoSwitchHAClient:
             if not ok:
                 self.host.emit({"k": "ha.truncate-unaligned", "point": point})
                 return False
-            cache.truncate_suffix_by_offset(point)
+            if B.TRUNCATE_KEEPS_EPOCH_ENTRIES not in self.service.bugs or point < store.max_phy_offset:
+                # 5.4.0+ (PR #9942): only when the log still ends past the point, read after the truncation (which
+                # leaves it at the point): the slave keeps its epoch entries, one starting at the point included
+                cache.truncate_suffix_by_offset(point)
             self.state = TRANSFER
             self.current_reported_offset = point
             self.host.emit({"k": "ha.truncate", "point": point, "before": before, "masterMax": frame.max_offset,

@@ -104,6 +104,11 @@ class AutoSwitchHAService(HAView):
                     # before the controller has answered; the ack set (local ∪ remote) no longer holds the slave
                     self.sync_state_set = set(local)
                     self.host.emit({"k": "ha.local-shrink", "slave": c.slave_id, "local": sorted(local)})
+                    # a local set of one: CommitLog.getConfirmOffset's shortcut now answers maxPhyOffset, which the
+                    # reput thread (doReput every 1 ms) reads at its next poll; the kit wakes it (issue 28: without
+                    # it the reput sat idle before a dispatchable record, STORE-REPUT-DRAINS, seeds 31, 40, 194 of
+                    # rmqha simulate --rocketmq 5.5.0)
+                    self.host.on_confirm_changed()
         self.connections.pop(c.conn, None)
         self._check_requests()
 

@@ -28,7 +28,7 @@ from .registry import Violated, invariant, violated
 @invariant("HA-EPOCH-BOUNDARY", layer="ha", on=("ha.transfer",),
            source="AutoSwitchHAConnection.transferToSlave; changeTransferEpochToNext",
            exceptions="changeToMasterWhenLastRoleIsMaster keeps connections on the old epoch (#9689, fixed by #9690 "
-                      "after 5.3.3)")
+                      "in 5.3.4)")
 def epoch_boundary(ctx: Context, obs: HaTransfer) -> Violated | None:
     """Every transfer batch has a non-negative size and lies in one epoch of the master (it crosses no epoch
     boundary), and its header names an epoch entry of the master: the batch's own, or (RocketMQ builds the header

@@ -53,6 +53,19 @@ def bug_list(bugs: list[str], fixes: list[str]) -> list[str]:
         raise UserError(str(exc)) from None
 
 
+def add_release_option(parser: Any) -> None:
+    """``--rocketmq V``: the release whose rules the runs follow (its release profile, ``bugs.release_switches``)."""
+    parser.add_argument("--rocketmq", type=choice(B.RELEASES, "RocketMQ release"), default=B.DEFAULT_RELEASE,
+                        metavar="VERSION",
+                        help=f"the RocketMQ release whose rules the runs follow: {', '.join(B.RELEASES)} (default "
+                             f"{B.DEFAULT_RELEASE}, the release every finding is derived on; docs/fidelity.md)")
+
+
+def with_release(names: list[str], release: str) -> list[str]:
+    """``names`` with the switches of ``release`` added (sorted, unique)."""
+    return sorted({*names, *B.release_switches(release)})
+
+
 def apply_configs(cfg: Config, names: list[str]) -> None:
     """Expected-loss configurations (bugs of kind "config") are settings, and so is turning on the part a fidelity
     switch lives in."""
@@ -158,6 +171,15 @@ def _creatable(path: str, what: str) -> None:
         _refuse(f"must be a {what} path ({anc} is a file, not a folder)", path)
     if not os.access(anc, os.W_OK | os.X_OK):
         _refuse(f"must be a {what} path in a folder you can write ({anc} is not writable)", path)
+
+
+def input_dir(text: str) -> str:
+    """``type=``: an existing, readable folder."""
+    if not text or not os.path.isdir(text):
+        _refuse("must be an existing folder", text)
+    if not os.access(text, os.R_OK | os.X_OK):
+        _refuse("must be a folder you can read (permission denied)", text)
+    return text
 
 
 def input_file(text: str) -> str:

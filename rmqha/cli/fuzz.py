@@ -35,6 +35,7 @@ from .common import (
     MAX_SEED,
     MAX_STEPS,
     Handler,
+    add_release_option,
     bug_list,
     choice,
     claim_dir,
@@ -46,6 +47,7 @@ from .common import (
     output_file,
     seconds,
     seed_count_or_range,
+    with_release,
 )
 from .doctor import java_status
 from .files import UserError, load_config_aside
@@ -77,6 +79,7 @@ def register(sub: Any) -> dict[str, Handler]:
     f.add_argument("--bug", action="append", default=[], help="switch on an injectable bug or an expected-loss "
                                                               "configuration (see `rmqha bugs`)")
     f.add_argument("--fix", action="append", default=[], help="apply a finding's fix switch, or 'all'")
+    add_release_option(f)
     mode = f.add_mutually_exclusive_group()
     mode.add_argument("--guided", dest="mode", action="store_const", const="guided",
                       help="mutate runs that reached new abstract states (default)")
@@ -119,7 +122,7 @@ def campaign_options(args: argparse.Namespace) -> CampaignOptions:
         raise UserError("--seeds A-B names the first seed: give --seeds A-B, or --seeds N with --seed-start")
     seed_start = seed_start if seed_start is not None else SEED_START if args.seed_start is None else args.seed_start
     budget = DEFAULT_BUDGET if runs is None and args.budget is None else args.budget
-    names = bug_list(args.bug, args.fix)
+    names = with_release(bug_list(args.bug, args.fix), args.rocketmq)
     config, profile, fuzz = _config(args.config, args.profile, names, not args.no_progress)
     if args.steps is not None:
         fuzz = dict(fuzz or {}, steps=args.steps)
@@ -127,7 +130,7 @@ def campaign_options(args: argparse.Namespace) -> CampaignOptions:
         return options_from(args.out, config, fuzz, profile=profile, bugs=names, disabled=precursors_off(names),
                             guided=args.mode != "unguided", compare=args.mode == "compare",
                             seed_start=seed_start, budget=budget, seeds=runs, shrink=not args.no_shrink,
-                            conform=not args.no_conform)
+                            conform=not args.no_conform, rocketmq=args.rocketmq)
     except ValueError as exc:
         raise UserError(f"{args.config or 'config'}: {exc}") from None
 

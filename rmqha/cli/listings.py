@@ -4,6 +4,7 @@ real RocketMQ run those of ``rmqha/real/check.REAL_CHECKS``, on what it observes
 listings fitted to the terminal or JSON.
 
     rmqha invariants [ID] [--long] [--json]      rmqha bugs [--json]      rmqha findings [--json]
+    rmqha findings --matrix [--json] [--traces DIR] [--real FILE]
 
 Rules:
 
@@ -13,6 +14,9 @@ Rules:
 * ``rmqha invariants`` is compact: one line per invariant (its id, the other layers that check it, its statement cut
   to the width); ``--long`` lists every field; ``rmqha invariants ID`` prints one entry in full (``catalogue.py``).
   An unknown ID is one line naming the closest ids (exit 2).
+* ``--matrix``: per finding and RocketMQ release, the simulator's verdict (its trace re-run with that release's
+  profile, ``impl/sim/matrix.py``) beside the real build's (``docs/findings/real.json``); exit 1 when a disagreement
+  has no reason written on its finding's page.
 """
 
 from __future__ import annotations
@@ -20,19 +24,23 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.text import Text
 
+import rmqha
 from rmqha.cluster.check import CHECKED as CLUSTER_CHECKS
 from rmqha.impl import bugs as B
-from rmqha.impl.findings import FINDINGS
+from rmqha.impl.findings import FINDINGS, releases_with
 from rmqha.impl.invariants import BY_ID, CATALOGUE, catalogue_rows
+from rmqha.impl.sim import matrix as M
 from rmqha.real.check import REAL_CHECKS
 
 from .catalogue import entry, entry_lines
-from .common import Handler, refuse_unless
+from .common import Handler, input_dir, input_file, refuse_unless
 from .files import UserError
 from .terminal import Listing, wrap_words
 
@@ -45,6 +53,12 @@ def register(sub: Any) -> dict[str, Handler]:
     for name, text in (("bugs", "list bug and fix switches"), ("findings", "list documented findings")):
         q = sub.add_parser(name, help=text)
         q.add_argument("--json", action="store_true")
+        if name == "findings":
+            q.add_argument("--matrix", action="store_true",
+                           help="per finding and RocketMQ release: the simulator's verdict beside the real build's")
+            q.add_argument("--traces", type=input_dir, help="the finding traces (default: docs/findings/traces of "
+                                                            "this clone)")
+            q.add_argument("--real", type=input_file, help="the real verdicts (default: docs/findings/real.json)")
     return {"invariants": cmd_invariants, "bugs": cmd_bugs, "findings": cmd_findings}
 
 
@@ -162,16 +176,57 @@ def cmd_bugs(args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
+def _docs_findings() -> Path:
+    return Path(rmqha.__file__).resolve().parent.parent / "docs" / "findings"
+
+
+def cmd_matrix(args: argparse.Namespace, out: Console) -> int:
+    traces = Path(args.traces) if args.traces else _docs_findings() / "traces"
+    real_path = Path(args.real) if args.real else _docs_findings() / "real.json"
+    if not traces.is_dir() or not real_path.is_file():
+        raise UserError(f"no finding traces at {traces} or no real verdicts at {real_path} (run from a clone of the "
+                        "kit, or give --traces and --real)")
+    missing = [fid for fid in FINDINGS if not (traces / f"{fid}.jsonl.gz").is_file()]
+    if missing:
+        raise UserError(f"{traces}: no trace for {', '.join(missing)}")
+    try:
+        real = M.load_real(real_path)
+        rows = M.matrix(M.sim_verdicts(traces), real)
+    except (ValueError, KeyError, OSError) as exc:
+        raise UserError(f"{real_path}: {exc}") from None
+    bad = M.unexplained(rows)
+    if args.json:
+        print(json.dumps({"releases": list(B.RELEASES), "rows": {
+            fid: {rel: {"sim": c.sim_detail, "real": c.real_detail, "agree": c.agree} for rel, c in cells.items()}
+            for fid, cells in rows.items()}, "disagreements": [[f, r] for f, r, _ in M.disagreements(rows)],
+            "unexplained": [list(x) for x in bad]}, indent=1, sort_keys=True))
+        return 1 if bad else 0
+    for line in M.text_table(rows):
+        out.print(escape(line), highlight=False, soft_wrap=True)
+    out.print(escape(M.LEGEND), highlight=False)
+    diffs = M.disagreements(rows)
+    out.print(f"{len(diffs)} disagreement(s), {len(bad)} without a written reason"
+              + "".join(f"\n  {f} on {r}: " + (f"docs/findings/{f}.md#{M.REASONS[(f, r)]}" if (f, r) in M.REASONS
+                                                 else "no reason written (a fidelity bug of the kit)")
+                        for f, r, _ in diffs), highlight=False)
+    return 1 if bad else 0
+
+
 def cmd_findings(args: argparse.Namespace, out: Console) -> int:
+    if args.matrix:
+        return cmd_matrix(args, out)
+    if args.traces or args.real:
+        raise UserError("--traces and --real go with --matrix")
     rows: list[dict[str, Any]] = [
         {"id": f.id, "title": f.title, "invariants": list(f.invariants), "fix": f.fix, "where": f.where,
-         "reference": f.reference, "needs": list(f.needs), "doc": f"docs/findings/{f.id}.md"}
+         "reference": f.reference, "needs": list(f.needs), "removedBy": list(f.removed_by),
+         "releases": releases_with(f), "doc": f"docs/findings/{f.id}.md"}
         for f in FINDINGS.values()]
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0
     out.print(Listing("documented findings (real RocketMQ 5.3.3 behaviour; a later release's where it needs an "
                       "upstream switch)", ["id", "title", "invariants", "fix"],
-                      [[r["id"], r["title"], ", ".join(r["invariants"]),
+                      [[r["id"], r["title"] + f" [RocketMQ {', '.join(r['releases'])}]", ", ".join(r["invariants"]),
                         r["fix"] + (f" (runs with {', '.join(r['needs'])})" if r["needs"] else "")] for r in rows]))
     return 0

@@ -20,6 +20,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from rmqha.impl import bugs as B
 from rmqha.impl.findings import triage
 from rmqha.impl.sim.config import PROFILES, Config, config_from_dict
 from rmqha.impl.sim.runner import RunResult, header_for
@@ -33,6 +34,7 @@ from .common import (
     MAX_SEED,
     MAX_STEPS,
     Handler,
+    add_release_option,
     apply_configs,
     bug_list,
     choice,
@@ -46,6 +48,7 @@ from .common import (
     refuse_unless,
     seed_range,
     violation_line,
+    with_release,
 )
 from .files import UserError, load_config, write_text
 from .terminal import batch_progress, batch_summary
@@ -67,6 +70,7 @@ def register(sub: Any) -> dict[str, Handler]:
     s.add_argument("--config", type=input_file, help="TOML file of settings (sections as in docs/configuration.md)")
     s.add_argument("--bug", action="append", default=[], help="switch on an injectable bug (see `rmqha bugs`)")
     s.add_argument("--fix", action="append", default=[], help="apply a finding's fix switch, or 'all'")
+    add_release_option(s)
     s.add_argument("--trace", type=output_file, help="one seed: write its trace here (.jsonl, or .jsonl.gz)")
     s.add_argument("--out", type=output_dir, help="batch: write traces of failing seeds and a summary.json here")
     s.add_argument("--jobs", type=int_in(1, MAX_JOBS), help="batch: worker processes (default: CPU count)")
@@ -89,7 +93,7 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
         refuse_unless(args, "a batch (--seeds A-B; one seed writes its trace with --trace FILE)",
                       {"out": "--out", "jobs": "--jobs", "no_triage": "--no-triage"})
     cfg, profile = load_config(args.config, args.profile, progress=not args.no_progress)
-    names = bug_list(args.bug, args.fix)
+    names = with_release(bug_list(args.bug, args.fix), args.rocketmq)
     apply_configs(cfg, names)
     max_time = round(args.max_time * 1000) if args.max_time is not None else None
     if max_time is not None and max_time < 1:
@@ -104,13 +108,14 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
         claim_file(args.trace, "--trace")
     seed = 1 if args.seed is None else args.seed
     t0 = time.perf_counter()
-    result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile, conform=not args.no_conform)
+    result = run(cfg, seed, args.steps, bugs=names, max_time=max_time, profile=profile, conform=not args.no_conform,
+                 rocketmq=args.rocketmq)
     wall = time.perf_counter() - t0
     why_not = scope(cfg, names) if not args.no_conform else "--no-conform"
     if args.trace:
         write_text(args.trace, result.text or "")
     v = result.violation.to_dict() if result.violation else None
-    summary = {"seed": seed, "profile": profile, "bugs": names, "steps": result.steps,
+    summary = {"seed": seed, "profile": profile, "rocketmq": args.rocketmq, "bugs": names, "steps": result.steps,
                "simSeconds": result.sim_time / 1000,
                "wallSeconds": round(wall, 3), "violation": v, "hash": result.digest, "trace": args.trace,
                "coverage": result.coverage, "conform": "n/a: " + why_not if why_not else "checked"}
@@ -122,7 +127,7 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
-        label = f"seed {seed} [{profile}{' ' + ','.join(names) if names else ''}]: "
+        label = f"seed {seed} [{_release_label(args.rocketmq)}{profile}{' ' + ','.join(names) if names else ''}]: "
         ratio = result.sim_time / 1000 / max(wall, 1e-9)
         out.print(escape(label) + f"{result.steps} steps, "
                   f"{result.sim_time / 1000:.1f} simulated s in {wall:.2f} s ({ratio:.0f}x); model conformance "
@@ -133,19 +138,26 @@ def cmd_simulate(args: argparse.Namespace, out: Console) -> int:
     return 1 if v else 0
 
 
+def _release_label(release: str) -> str:
+    """``RocketMQ 5.5.0 `` before the profile in a summary line (nothing for the default release)."""
+    return "" if release == B.DEFAULT_RELEASE else f"RocketMQ {release} "
+
+
 def _seed_job(payload: dict[str, Any]) -> dict[str, Any]:
     """One seed of a batch (runs in a worker process)."""
     cfg = config_from_dict(payload["config"])
     t0 = time.perf_counter()
     r: RunResult = run(cfg, payload["seed"], payload["steps"], bugs=payload["bugs"], max_time=payload["max_time"],
-                       profile=payload["profile"], record=False, conform=payload["conform"])
+                       profile=payload["profile"], record=False, conform=payload["conform"],
+                       rocketmq=payload["rocketmq"])
     out: dict[str, Any] = {"seed": payload["seed"], "steps": r.steps, "simMs": r.sim_time,
                            "wall": time.perf_counter() - t0, "violation": None, "finding": None, "trace": None}
     if r.violation is not None:
         v = r.violation.to_dict()
         out["violation"] = {k: v[k] for k in ("invariant", "step", "t", "message")}
         header = header_for(cfg, payload["seed"], payload["steps"], payload["bugs"], None, payload["max_time"],
-                            payload["profile"], conform=payload["conform"] and scope(cfg, payload["bugs"]) is None)
+                            payload["profile"], conform=payload["conform"] and scope(cfg, payload["bugs"]) is None,
+                            rocketmq=payload["rocketmq"])
         if payload["triage"]:
             def rerun(h: dict[str, Any]) -> ViolationRecord | None:
                 again = run_header(h, keep=False)
@@ -162,7 +174,7 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
     jobs = args.jobs or os.cpu_count() or 1
     payloads = [{"config": cfg.to_dict(), "seed": s, "steps": args.steps, "bugs": names, "max_time": max_time,
                  "profile": profile, "triage": not args.no_triage, "write_traces": bool(args.out),
-                 "conform": not args.no_conform} for s in seeds]
+                 "conform": not args.no_conform, "rocketmq": args.rocketmq} for s in seeds]
     results: list[dict[str, Any]] = []
     t0 = time.perf_counter()
     progress = batch_progress(args.json)
@@ -182,7 +194,8 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
     sim_s = sum(x["simMs"] for x in results) / 1000
     unexplained = [x for x in results if x["violation"] and not x["finding"]]
     why_not = scope(cfg, names) if not args.no_conform else "--no-conform"
-    summary = {"profile": profile, "bugs": names, "seeds": [seeds[0], seeds[-1]], "runs": len(results),
+    summary = {"profile": profile, "rocketmq": args.rocketmq, "bugs": names, "seeds": [seeds[0], seeds[-1]],
+               "runs": len(results),
                "conform": "n/a: " + why_not if why_not else "checked",
                "violations": sum(1 for x in results if x["violation"]), "unexplained": len(unexplained),
                "simSeconds": round(sim_s, 1), "wallSeconds": round(wall, 2), "results": results}
@@ -197,7 +210,8 @@ def _batch(args: argparse.Namespace, out: Console, cfg: Config, profile: str, na
         print(json.dumps(summary, sort_keys=True))
         return 1 if unexplained else 0
     conformance = "checked" if not why_not else f"not checked ({why_not})"
-    out.print(batch_summary(results, profile, names, sim_s, wall, conformance), highlight=False)  # cli/terminal.py
+    out.print(batch_summary(results, _release_label(args.rocketmq) + profile, names, sim_s, wall, conformance),
+              highlight=False)  # cli/terminal.py
     if args.out:
         out.print(f"traces and summary.json in {args.out}")
     return 1 if unexplained else 0

@@ -1,8 +1,8 @@
 """The HA epoch family on a real build: an HA connection that outlives a change of its master's epochs.
 
-* F-TRANSFER-EPOCH-STALE (apache/rocketmq#9689, fixed by PR #9690 in 5.4.0): a master elected again while it is
-  master keeps its HA connections, which go on labelling the new epoch's bytes with the old epoch; the slaves never
-  record the new epoch (HA-EPOCH-BOUNDARY).
+* F-TRANSFER-EPOCH-STALE (apache/rocketmq#9689, fixed by PR #9690, first shipped in 5.3.4): a master elected again
+  while it is master keeps its HA connections, which go on labelling the new epoch's bytes with the old epoch; the
+  slaves never record the new epoch (HA-EPOCH-BOUNDARY).
 * F-TRANSFER-NEGATIVE-BATCH (the hole in #9690): a deposed master, now a slave, serves a connection past its own
   truncation point; with #9690's re-read the connection computes a negative batch (HA-EPOCH-BOUNDARY).
 * F-EPOCH-EQ-SPLICE: a new master whose last epoch holds no bytes cannot record its own epoch
